@@ -1,0 +1,46 @@
+"""The collector interface: one measurement per stage call."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..stages import StageCall
+
+__all__ = ["Collector"]
+
+
+class Collector:
+    """Measures one thing per stage call.
+
+    A session calls ``enter`` when a stage opens and ``exit`` when it closes, in nested order:
+    collectors listed first wrap those listed later, so put the least intrusive collectors
+    last. ``start_forward`` and ``end_forward`` bracket one forward pass; a collector that reads
+    its measurements late (CUDA events after the one synchronize) does it in ``end_forward``.
+
+    Class attributes:
+        name: short name, used in the CLI's ``collectors`` option.
+        instrumenting: ``True`` when the collector intercepts operators (a dispatch mode) and so
+            slows the forward; the runner never mixes it with timing collectors in one pass.
+        metrics: the metric names this collector writes into ``StageCall.metrics``.
+    """
+
+    name: str = "collector"
+    instrumenting: bool = False
+    metrics: tuple[str, ...] = ()
+
+    def start_forward(self, session: "Session") -> None:
+        """Called before a forward pass begins."""
+
+    def enter(self, call: "StageCall") -> None:
+        """Called when a stage opens."""
+
+    def exit(self, call: "StageCall") -> None:
+        """Called when a stage closes (also when the forward raised)."""
+
+    def end_forward(self, session: "Session") -> None:
+        """Called after the forward pass, even when it raised."""
+
+    def close(self) -> None:
+        """Release whatever the collector holds (modes, events); called once at session end."""

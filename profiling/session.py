@@ -1,0 +1,119 @@
+"""A profiling session: the state behind the stage markers while profiling is on."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional, Sequence
+
+from . import stages as _stages
+from .collectors.base import Collector
+from .payload import walk_payload
+from .stages import StageCall
+
+__all__ = ["Session"]
+
+
+class Session:
+    """Records the stage calls of forward passes and lets collectors measure each one.
+
+    Use it as a context manager around one or more :meth:`forward` blocks::
+
+        with Session([CpuTime()]) as session:
+            with session.forward():
+                model(x)
+        calls = session.forwards[-1]
+
+    Only one session is open at a time. Closing the session (also on an exception) releases
+    every collector and makes the stage markers inactive again.
+
+    Args:
+        collectors: the collectors to run, outermost first.
+        record_payload: walk and keep the payload of every stage's inputs and outputs.
+    """
+
+    def __init__(self, collectors: Sequence[Collector] = (), *, record_payload: bool = False
+                 ) -> None:
+        self.collectors = list(collectors)
+        self._reversed_collectors = self.collectors[::-1]
+        self.record_payload = record_payload
+        self.forwards: list[list[StageCall]] = []
+        self.events: list[tuple[str, StageCall]] = []
+        self.calls: list[StageCall] = []
+        self._stack: list[StageCall] = []
+        self._counts: dict[str, int] = {}
+
+    def __enter__(self) -> "Session":
+        _stages._set_active_session(self)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> bool:
+        _stages._set_active_session(None)
+        for collector in self.collectors:
+            collector.close()
+        return False
+
+    @contextmanager
+    def forward(self) -> Iterator["Session"]:
+        """Bracket one forward pass; its calls are appended to :attr:`forwards` at the end."""
+        self.calls, self.events, self._stack, self._counts = [], [], [], {}
+        for collector in self.collectors:
+            collector.start_forward(self)
+        try:
+            yield self
+        finally:
+            while self._stack:
+                self.exit_stage(self._stack[-1])
+            for collector in self.collectors:
+                collector.end_forward(self)
+            self.forwards.append(self.calls)
+
+    @property
+    def current(self) -> Optional[StageCall]:
+        """The innermost open stage call, or ``None``."""
+        return self._stack[-1] if self._stack else None
+
+    def _new_call(self, name: str, kind: str) -> StageCall:
+        call_index = self._counts.get(name, 0)
+        self._counts[name] = call_index + 1
+        parent = self._stack[-1] if self._stack else None
+        call = StageCall(name, kind, len(self.calls),
+                         None if parent is None else parent.index,
+                         len(self._stack), call_index)
+        self.calls.append(call)
+        return call
+
+    def enter_stage(self, name: str, inputs: Any) -> StageCall:
+        """Open a stage call (used by the markers and by attached modules)."""
+        call = self._new_call(name, "stage")
+        if self.record_payload:
+            call.inputs = walk_payload(inputs)
+        self.events.append(("in", call))
+        self._stack.append(call)
+        for collector in self.collectors:
+            collector.enter(call)
+        return call
+
+    def exit_stage(self, call: StageCall) -> None:
+        """Close ``call`` and any stage left open inside it."""
+        if call not in self._stack:
+            return
+        while self._stack:
+            top = self._stack[-1]
+            for collector in self._reversed_collectors:
+                collector.exit(top)
+            self._stack.pop()
+            self.events.append(("out", top))
+            if top is call:
+                return
+
+    def record_output(self, call: Optional[StageCall], value: Any) -> None:
+        """Keep ``value`` as the output payload of ``call``."""
+        if self.record_payload and call is not None:
+            call.outputs = walk_payload(value)
+
+    def record_probe(self, name: str, value: Any) -> None:
+        """Record a payload-only point."""
+        call = self._new_call(name, "probe")
+        if self.record_payload:
+            call.outputs = walk_payload(value)
+        self.events.append(("probe", call))

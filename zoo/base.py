@@ -1,0 +1,94 @@
+"""The calling convention every zoo model follows, and what the models share."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import torch
+from torch import nn
+
+__all__ = ["ZooModel", "random_images", "sum_input_channels"]
+
+
+def random_images(batch: int, channels: int, size: Sequence[int], *, generator: torch.Generator,
+                  device: Any = "cpu", scale: float = 1.0) -> torch.Tensor:
+    """A seeded ``[batch, channels, H, W]`` float tensor uniform in ``[0, scale)``.
+
+    The values are drawn on the CPU so that every device sees the same data, then moved.
+    """
+    images = torch.rand(batch, channels, int(size[0]), int(size[1]), generator=generator) * scale
+    return images.to(device)
+
+
+class ZooModel(nn.Module):
+    """Base of the zoo's models: one calling convention, whatever the inputs.
+
+    ``model(*model.example_inputs(batch, size, generator=g, device=d))`` runs a forward pass.
+    A model describes itself without being run: :attr:`stages` names its stages in forward
+    order, :attr:`in_channels` and :attr:`default_input_size` say what it takes.
+
+    Subclasses set the class attributes and override :meth:`example_inputs` when the forward
+    takes more than one image batch, and :meth:`check_input_size` when not every size works.
+    """
+
+    #: stage names in forward order (a stage called several times is listed once).
+    stages: tuple[str, ...] = ()
+    #: ``(H, W)`` used when the configuration gives no size.
+    default_input_size: tuple[int, int] = (224, 224)
+    #: the upper end of the input values: 1.0 for [0, 1) images, 255.0 for [0, 255).
+    input_scale: float = 1.0
+    in_channels: int = 3
+
+    def example_inputs(self, batch: int, size: Sequence[int], *,
+                       generator: Optional[torch.Generator] = None, device: Any = "cpu"
+                       ) -> tuple[Any, ...]:
+        """Seeded positional arguments of ``forward`` for ``batch`` images of ``size``."""
+        generator = generator if generator is not None else torch.Generator().manual_seed(0)
+        return (random_images(batch, self.in_channels, size, generator=generator, device=device,
+                              scale=self.input_scale),)
+
+    def check_input_size(self, size: Sequence[int], *, pad: bool = False) -> tuple[int, int]:
+        """Validate ``size`` and return the ``(H, W)`` the network is fed.
+
+        Models with size constraints raise :class:`~zoo.errors.ConfigError` naming the nearest
+        valid sizes, or, with ``pad=True``, return the padded size they will pad the input to.
+        """
+        return int(size[0]), int(size[1])
+
+    def pad_inputs(self, inputs: tuple[Any, ...], size: Sequence[int]) -> tuple[Any, ...]:
+        """Pad every image batch in ``inputs`` to ``size`` by edge replication, split evenly
+        between the two sides of each axis (as GMFlow's and RAFT's ``InputPadder`` do)."""
+        return tuple(_pad_image(x, size) if isinstance(x, torch.Tensor) and x.dim() == 4 else x
+                     for x in inputs)
+
+    def adapt_state_dict(self, state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Adapt a checkpoint's tensors to this configuration (e.g. fewer input channels)."""
+        return state_dict
+
+    def stage_paths(self) -> dict[str, str]:
+        """Stages attached to submodules by path, ``{stage_name: module_path}``; none here."""
+        return {}
+
+
+def _pad_image(images: torch.Tensor, size: Sequence[int]) -> torch.Tensor:
+    pad_h, pad_w = int(size[0]) - images.shape[-2], int(size[1]) - images.shape[-1]
+    if pad_h == 0 and pad_w == 0:
+        return images
+    padding = [pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2]
+    return nn.functional.pad(images, padding, mode="replicate")
+
+
+def sum_input_channels(weight: torch.Tensor, in_channels: int) -> torch.Tensor:
+    """Adapt a first-conv ``weight`` to ``in_channels`` inputs.
+
+    For one channel, the kernels are summed over the checkpoint's channels, so a grayscale image
+    gives the response the original gave to the same value in every channel. For other counts,
+    the kernels are repeated cyclically and rescaled to keep the response magnitude.
+    """
+    trained = weight.shape[1]
+    if in_channels == trained:
+        return weight
+    if in_channels == 1:
+        return weight.sum(dim=1, keepdim=True)
+    index = torch.arange(in_channels) % trained
+    return weight[:, index] * (trained / in_channels)

@@ -1,0 +1,63 @@
+"""The one model registry: ``@register_model`` builders, ``create_model`` and ``list_models``."""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+from typing import Any, Callable
+
+import torch
+
+from .errors import ConfigError
+
+__all__ = ["register_model", "create_model", "list_models", "model_options"]
+
+_BUILDERS: dict[str, Callable[..., torch.nn.Module]] = {}
+
+
+def register_model(builder: Callable[..., torch.nn.Module]) -> Callable[..., torch.nn.Module]:
+    """Register a builder function under its own name; its keyword arguments are the options."""
+    name = builder.__name__
+    if name in _BUILDERS and _BUILDERS[name] is not builder:
+        raise RuntimeError(f"model '{name}' is registered twice")
+    _BUILDERS[name] = builder
+    return builder
+
+
+def _load_all() -> None:
+    from . import models  # noqa: F401  (importing the package registers every model)
+
+
+def list_models(pattern: str = "*") -> list[str]:
+    """Names of the registered models matching the shell-style ``pattern``, sorted."""
+    _load_all()
+    return sorted(name for name in _BUILDERS if fnmatch.fnmatch(name, pattern))
+
+
+def model_options(name: str) -> dict[str, Any]:
+    """The options of model ``name`` with their defaults (``inspect.Parameter.empty`` if none)."""
+    builder = _builder(name)
+    return {p.name: p.default for p in inspect.signature(builder).parameters.values()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
+
+def _builder(name: str) -> Callable[..., torch.nn.Module]:
+    _load_all()
+    if name not in _BUILDERS:
+        raise ConfigError(f"unknown model '{name}'; available models: {', '.join(list_models())}")
+    return _BUILDERS[name]
+
+
+def create_model(name: str, **options: Any) -> torch.nn.Module:
+    """Build the registered model ``name`` with the given options.
+
+    Raises:
+        ConfigError: for an unknown model or option.
+    """
+    builder = _builder(name)
+    accepted = model_options(name)
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ConfigError(f"unknown option(s) {', '.join(unknown)} for model '{name}'; "
+                          f"accepted: {', '.join(sorted(accepted))}")
+    return builder(**options)
