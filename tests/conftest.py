@@ -1,0 +1,28 @@
+"""Shared fixtures: the golden outputs of official implementations, and device skips."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+#: ``../shared/golden`` beside the repository, as in CI; absent in a user's clone.
+GOLDEN_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "golden"
+
+
+@pytest.fixture
+def golden():
+    """Load a golden file by name, or skip the test when the golden folder is absent."""
+
+    def load(name: str) -> dict:
+        path = GOLDEN_DIR / name
+        if not path.is_file():
+            pytest.skip(f"golden file {path} is absent (it lives in ../shared/golden, beside "
+                        f"the repository, in CI)")
+        return torch.load(path, map_location="cpu", weights_only=False)
+
+    return load
+
+
+requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
