@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -15,13 +15,22 @@ __all__ = ["register_model", "create_model", "list_models", "model_options"]
 _BUILDERS: dict[str, Callable[..., torch.nn.Module]] = {}
 
 
-def register_model(builder: Callable[..., torch.nn.Module]) -> Callable[..., torch.nn.Module]:
-    """Register a builder function under its own name; its keyword arguments are the options."""
-    name = builder.__name__
-    if name in _BUILDERS and _BUILDERS[name] is not builder:
-        raise RuntimeError(f"model '{name}' is registered twice")
-    _BUILDERS[name] = builder
-    return builder
+def register_model(builder: Optional[Callable[..., torch.nn.Module]] = None, *,
+                   name: Optional[str] = None):
+    """Register a builder function under its own name (or ``name``).
+
+    Use as ``@register_model`` or ``@register_model(name="timm")``; the builder's keyword
+    arguments are the model's options.
+    """
+
+    def register(fn: Callable[..., torch.nn.Module]) -> Callable[..., torch.nn.Module]:
+        key = name or fn.__name__
+        if key in _BUILDERS and _BUILDERS[key] is not fn:
+            raise RuntimeError(f"model '{key}' is registered twice")
+        _BUILDERS[key] = fn
+        return fn
+
+    return register if builder is None else register(builder)
 
 
 def _load_all() -> None:
