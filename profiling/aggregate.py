@@ -1,0 +1,62 @@
+"""Aggregation of stage calls over repeated forwards into one table."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .payload import PayloadNode, format_shape, iter_leaves, payload_bytes
+from .stages import StageCall
+
+__all__ = ["aggregate_stages", "STATISTICS", "shapes_text"]
+
+#: The statistics of each repeated metric, as column suffixes.
+STATISTICS = ("mean", "median", "p10", "p90", "std")
+
+
+def shapes_text(node: Optional[PayloadNode]) -> str:
+    """The shapes of a payload's tensors, ``; ``-separated (``""`` for none)."""
+    return "; ".join(format_shape(leaf.shape) for _, leaf in iter_leaves(node))
+
+
+def _statistics(values: Sequence[float]) -> dict[str, float]:
+    array = np.asarray(values, dtype=float)
+    return {"mean": float(array.mean()), "median": float(np.median(array)),
+            "p10": float(np.percentile(array, 10)), "p90": float(np.percentile(array, 90)),
+            "std": float(array.std(ddof=1)) if len(array) > 1 else 0.0}
+
+
+def aggregate_stages(calls: Sequence[StageCall], timed: Sequence[Sequence[StageCall]]
+                     ) -> pd.DataFrame:
+    """One row per stage call of ``calls``, with the statistics of the repeated metrics.
+
+    Rows are matched across forwards by ``(name, call_index)``. A metric measured in the
+    repeated forwards ``timed`` becomes five columns ``{metric}_{mean,median,p10,p90,std}``;
+    a metric measured once (in the analysis pass) stays one column. Probes are rows too, with
+    payload only.
+    """
+    by_name = {c.index: c.name for c in calls}
+    repeated: dict[tuple[str, int], dict[str, list[float]]] = {}
+    for forward in timed:
+        for call in forward:
+            slot = repeated.setdefault(call.key, {})
+            for metric, value in call.metrics.items():
+                slot.setdefault(metric, []).append(value)
+    rows = []
+    for call in calls:
+        row = {
+            "stage": call.name, "kind": call.kind,
+            "parent": by_name.get(call.parent, "") if call.parent is not None else "",
+            "depth": call.depth, "call_index": call.call_index, "order": call.index,
+            "in_shapes": shapes_text(call.inputs), "in_bytes": payload_bytes(call.inputs),
+            "out_shapes": shapes_text(call.outputs), "out_bytes": payload_bytes(call.outputs),
+        }
+        measured = repeated.get(call.key, {})
+        row.update({k: v for k, v in call.metrics.items() if k not in measured})
+        for metric, values in measured.items():
+            for statistic, value in _statistics(values).items():
+                row[f"{metric}_{statistic}"] = value
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,53 @@
+"""CUDA memory per stage from the caching allocator's statistics."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..errors import ProfilingError
+from ..stages import StageCall
+from .base import Collector
+
+__all__ = ["CudaMemory"]
+
+
+class CudaMemory(Collector):
+    """Bytes the caching allocator hands out during each stage, in MB (1e6 bytes).
+
+    ``cuda_mem_alloc_mb`` is the change of ``torch.cuda.memory_allocated`` over the stage (what
+    the stage leaves allocated); ``cuda_mem_peak_mb`` is the highest allocation reached inside
+    the stage, above the allocation at its start. Peaks nest correctly: a stage resets the
+    allocator's peak counter on entry and hands its own peak up to its parent on exit.
+    Allocation calls are made by the host in program order, so no synchronisation is needed.
+    """
+
+    name = "cuda_memory"
+    metrics = ("cuda_mem_alloc_mb", "cuda_mem_peak_mb")
+
+    def __init__(self, device: Optional[torch.device] = None) -> None:
+        if not torch.cuda.is_available():
+            raise ProfilingError("CUDA memory needs a CUDA device, and this machine has none; "
+                                 "use device=cpu or device=meta")
+        self.device = device
+        self._stack: list[list] = []
+
+    def start_forward(self, session) -> None:
+        self._stack = []
+
+    def enter(self, call: StageCall) -> None:
+        if self._stack:
+            parent = self._stack[-1]
+            parent[2] = max(parent[2], torch.cuda.max_memory_allocated(self.device))
+        torch.cuda.reset_peak_memory_stats(self.device)
+        start = torch.cuda.memory_allocated(self.device)
+        self._stack.append([call, start, start])
+
+    def exit(self, call: StageCall) -> None:
+        _, start, peak = self._stack.pop()
+        peak = max(peak, torch.cuda.max_memory_allocated(self.device))
+        call.metrics["cuda_mem_alloc_mb"] = (torch.cuda.memory_allocated(self.device) - start) / 1e6
+        call.metrics["cuda_mem_peak_mb"] = (peak - start) / 1e6
+        if self._stack:
+            self._stack[-1][2] = max(self._stack[-1][2], peak)

@@ -1,0 +1,1 @@
+"""Reports: the files and the terminal summary a run produces."""

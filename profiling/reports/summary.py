@@ -1,0 +1,47 @@
+"""The short per-stage summary printed in the terminal after a run."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["format_summary"]
+
+
+def _column(stages: pd.DataFrame, *names: str):
+    return next((name for name in names if name in stages), None)
+
+
+def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 40) -> str:
+    """A table of the stages down to ``max_depth``: calls, time, output payload and memory.
+
+    Stages called several times are summed over their calls (time) and shown once.
+    """
+    time = _column(stages, "cuda_time_ms_median", "cpu_time_ms_median")
+    memory = _column(stages, "cuda_mem_peak_mb_median", "cpu_mem_peak_mb")
+    rows = stages[(stages["kind"] == "stage") & (stages["depth"] <= max_depth)]
+    grouped = rows.groupby("stage", sort=False)
+    table = pd.DataFrame({"calls": grouped.size(),
+                          "depth": grouped["depth"].first(),
+                          "out_mb": grouped["out_bytes"].sum() / 1e6})
+    if time:
+        table["time_ms"] = grouped[time].sum()
+    if memory:
+        table["peak_mb"] = grouped[memory].max()
+    lines = [f"{'stage':<44}{'calls':>6}"
+             + (f"{'time ms':>12}" if time else "")
+             + f"{'out MB':>10}" + (f"{'peak MB':>10}" if memory else "")]
+    for name, row in table.head(max_rows).iterrows():
+        label = ("  " * int(row["depth"]) + str(name))[:43]
+        line = f"{label:<44}{int(row['calls']):>6}"
+        if time:
+            line += f"{row['time_ms']:>12.3f}"
+        line += f"{row['out_mb']:>10.3f}"
+        if memory:
+            line += f"{row['peak_mb']:>10.2f}"
+        lines.append(line)
+    if len(table) > max_rows:
+        lines.append(f"... {len(table) - max_rows} more stages in stages.csv")
+    note = f"time: median of {time.split('_time')[0].upper()} time" if time else "no timing"
+    lines.append(f"({note}; out MB: output payload, 1e6 bytes; peak MB: memory peak above the "
+                 f"stage's start)")
+    return "\n".join(lines)

@@ -1,0 +1,37 @@
+"""Registration of the staged Faster R-CNN."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torchvision.models.detection import fasterrcnn_resnet50_fpn
+
+from ...checkpoints import load_checkpoint
+from ...registry import register_model
+from .model import StagedFasterRCNN
+from .staged_parts import stage_parts
+
+__all__ = ["faster_rcnn"]
+
+
+@register_model
+def faster_rcnn(*, num_classes: int = 91, min_size: int = 800, max_size: int = 1333,
+                rpn_post_nms_top_n_test: int = 1000, box_detections_per_img: int = 100,
+                checkpoint: Optional[str] = None, checkpoint_allow_pickle: bool = False
+                ) -> StagedFasterRCNN:
+    """Faster R-CNN ResNet-50 FPN (torchvision's ``fasterrcnn_resnet50_fpn``), staged.
+
+    Randomly initialised (nothing is downloaded); ``checkpoint`` loads torchvision's weights
+    (``fasterrcnn_resnet50_fpn_coco-258fb6c6.pth``) or any state dict of the same model from a
+    local file. The model is returned in eval mode.
+    """
+    model = fasterrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=num_classes,
+                                    min_size=min_size, max_size=max_size,
+                                    rpn_post_nms_top_n_test=rpn_post_nms_top_n_test,
+                                    box_detections_per_img=box_detections_per_img)
+    stage_parts(model)
+    model.__class__ = StagedFasterRCNN
+    if checkpoint:
+        load_checkpoint(model, checkpoint, allow_pickle=checkpoint_allow_pickle)
+    return model.eval()

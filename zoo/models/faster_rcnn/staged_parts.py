@@ -1,0 +1,162 @@
+"""Staged versions of torchvision's detection parts: same modules and weights, marked forwards.
+
+Each class subclasses the torchvision part and only overrides ``forward`` for inference, with
+the same computation as torchvision's and stage markers around its steps. Training falls back
+to torchvision's own forward. :func:`stage_parts` swaps the classes of a built model's parts in
+place, so the ``state_dict`` is exactly torchvision's.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import torch
+import torch.nn.functional as F
+from torchvision.models.detection.backbone_utils import BackboneWithFPN
+from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
+from torchvision.models.detection.roi_heads import RoIHeads
+from torchvision.models.detection.rpn import (RegionProposalNetwork, RPNHead,
+                                              concat_box_prediction_layers)
+from torchvision.ops.feature_pyramid_network import FeaturePyramidNetwork
+
+from profiling import probe, stage
+
+__all__ = ["stage_parts"]
+
+
+class StagedBackboneWithFPN(BackboneWithFPN):
+    """``backbonefpn_body`` then ``backbonefpn_fpn``."""
+
+    def forward(self, x: torch.Tensor) -> "OrderedDict[str, torch.Tensor]":
+        with stage("backbonefpn_body", x) as s:
+            features = s.output(self.body(x))
+        with stage("backbonefpn_fpn", features) as s:
+            return s.output(self.fpn(features))
+
+
+class StagedFPN(FeaturePyramidNetwork):
+    """Per level ``inner_i``, ``interpolate{i}``, the ``sum{i}`` probes, ``layer_i``; ``extra``."""
+
+    def _inner(self, x: torch.Tensor, idx: int) -> torch.Tensor:
+        with stage(f"backbonefpn_fpn_inner_{idx}", x) as s:
+            return s.output(self.inner_blocks[idx](x))
+
+    def _layer(self, x: torch.Tensor, idx: int) -> torch.Tensor:
+        with stage(f"backbonefpn_fpn_layer_{idx}", x) as s:
+            return s.output(self.layer_blocks[idx](x))
+
+    def forward(self, x: "dict[str, torch.Tensor]") -> "OrderedDict[str, torch.Tensor]":
+        names, features = list(x.keys()), list(x.values())
+        last = len(features) - 1
+        last_inner = self._inner(features[last], last)
+        results = [self._layer(last_inner, last)]
+        for idx in range(last - 1, -1, -1):
+            inner_lateral = self._inner(features[idx], idx)
+            with stage(f"backbonefpn_fpn_interpolate{idx}", last_inner) as s:
+                inner_top_down = s.output(F.interpolate(last_inner, size=inner_lateral.shape[-2:],
+                                                        mode="nearest"))
+            probe(f"sum{idx}_topdown", inner_top_down)
+            probe(f"sum{idx}_lateral", inner_lateral)
+            last_inner = inner_lateral + inner_top_down
+            results.insert(0, self._layer(last_inner, idx))
+        if self.extra_blocks is not None:
+            with stage("backbonefpn_fpn_extra", results) as s:
+                results, names = self.extra_blocks(results, features, names)
+                s.output(results)
+        return OrderedDict(zip(names, results))
+
+
+class StagedRPNHead(RPNHead):
+    """``rpn_head_on_{n}_features`` with the per-feature conv, logits and regression."""
+
+    def forward(self, x: "list[torch.Tensor]"):
+        logits, bbox_reg = [], []
+        with stage(f"rpn_head_on_{len(x)}_features", x):
+            for feature in x:
+                with stage("rpn_head_details_conv_per_feature", feature) as s:
+                    t = s.output(self.conv(feature))
+                with stage("rpn_head_details_logits_per_feature", t) as s:
+                    logits.append(s.output(self.cls_logits(t)))
+                with stage("rpn_head_details_regression_per_feature", t) as s:
+                    bbox_reg.append(s.output(self.bbox_pred(t)))
+        return logits, bbox_reg
+
+
+class StagedRPN(RegionProposalNetwork):
+    """The head, then ``rpn_anchor_generator``: anchors, box decoding and proposal filtering."""
+
+    def forward(self, images, features, targets=None):
+        if self.training:
+            return super().forward(images, features, targets)
+        features = list(features.values())
+        objectness, pred_bbox_deltas = self.head(features)
+        with stage("rpn_anchor_generator", images, features) as s:
+            anchors = self.anchor_generator(images, features)
+            num_anchors_per_level = [o[0].numel() for o in objectness]
+            objectness, pred_bbox_deltas = concat_box_prediction_layers(objectness,
+                                                                        pred_bbox_deltas)
+            proposals = self.box_coder.decode(pred_bbox_deltas.detach(), anchors)
+            proposals = proposals.view(len(anchors), -1, 4)
+            boxes, _ = self.filter_proposals(proposals, objectness, images.image_sizes,
+                                             num_anchors_per_level)
+            s.output(boxes)
+        return boxes, {}
+
+
+class StagedRoIHeads(RoIHeads):
+    """``roi_heads`` with ``box_roi_pool``, ``box_head``, ``box_predictor`` and
+    ``postprocess_detections``."""
+
+    def forward(self, features, proposals, image_shapes, targets=None):
+        if self.training or self.has_mask() or self.has_keypoint():
+            return super().forward(features, proposals, image_shapes, targets)
+        with stage("roi_heads", features, proposals) as s:
+            with stage("roi_heads_box_roi_pool", features, proposals) as p:
+                box_features = p.output(self.box_roi_pool(features, proposals, image_shapes))
+            with stage("roi_heads_box_head", box_features) as p:
+                box_features = p.output(self.box_head(box_features))
+            with stage("roi_heads_box_predictor", box_features) as p:
+                class_logits, box_regression = p.output(self.box_predictor(box_features))
+            with stage("roi_heads_postprocess_detections", class_logits, box_regression) as p:
+                boxes, scores, labels = p.output(self.postprocess_detections(
+                    class_logits, box_regression, proposals, image_shapes))
+            result = [{"boxes": b, "labels": l, "scores": c}
+                      for b, c, l in zip(boxes, scores, labels)]
+            return s.output(result), {}
+
+
+class StagedTwoMLPHead(TwoMLPHead):
+    """``fc6`` and ``fc7`` (each followed by its ReLU)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.flatten(start_dim=1)
+        with stage("roi_heads_box_head_fc6", x) as s:
+            x = s.output(F.relu(self.fc6(x)))
+        with stage("roi_heads_box_head_fc7", x) as s:
+            return s.output(F.relu(self.fc7(x)))
+
+
+class StagedFastRCNNPredictor(FastRCNNPredictor):
+    """The two linear layers ``cls_score`` and ``bbox_pred``."""
+
+    def forward(self, x: torch.Tensor):
+        x = x.flatten(start_dim=1)
+        with stage("roi_heads_box_predictor_cls_score(linear)", x) as s:
+            scores = s.output(self.cls_score(x))
+        with stage("roi_heads_box_predictor_bbox_pred(linear)", x) as s:
+            bbox_deltas = s.output(self.bbox_pred(x))
+        return scores, bbox_deltas
+
+
+_STAGED = {BackboneWithFPN: StagedBackboneWithFPN, FeaturePyramidNetwork: StagedFPN,
+           RPNHead: StagedRPNHead, RegionProposalNetwork: StagedRPN, RoIHeads: StagedRoIHeads,
+           TwoMLPHead: StagedTwoMLPHead, FastRCNNPredictor: StagedFastRCNNPredictor}
+
+
+def stage_parts(model: torch.nn.Module) -> torch.nn.Module:
+    """Swap each torchvision part of ``model`` for its staged subclass, in place."""
+    for module in model.modules():
+        staged = _STAGED.get(type(module))
+        if staged is not None:
+            module.__class__ = staged
+    return model
