@@ -7,6 +7,8 @@ from typing import Any, Optional, Sequence
 import torch
 from torch import nn
 
+from .errors import ConfigError
+
 __all__ = ["ZooModel", "random_images", "sum_input_channels"]
 
 
@@ -54,6 +56,17 @@ class ZooModel(nn.Module):
         valid sizes, or, with ``pad=True``, return the padded size they will pad the input to.
         """
         return int(size[0]), int(size[1])
+
+    def check_channels(self, images: torch.Tensor) -> None:
+        """Raise :class:`~zoo.errors.ConfigError` unless ``images`` is ``[B, in_channels, H, W]``.
+
+        Models call it at the top of ``forward``, so a channel mismatch reads as a configuration
+        error rather than a convolution's shape error deep inside the network.
+        """
+        if images.dim() != 4 or images.shape[1] != self.in_channels:
+            raise ConfigError(f"{type(self).__name__} takes images [B, {self.in_channels}, H, W] "
+                              f"(model.in_channels={self.in_channels}); got a tensor of shape "
+                              f"{list(images.shape)}")
 
     def pad_inputs(self, inputs: tuple[Any, ...], size: Sequence[int]) -> tuple[Any, ...]:
         """Pad every image batch in ``inputs`` to ``size`` by edge replication, split evenly

@@ -80,7 +80,7 @@ class SwiftNet(ZooModel):
 
     def forward(self, image: torch.Tensor) -> torch.Tensor:
         """Logits ``[B, num_classes, H, W]`` for ``image`` ``[B, in_channels, H, W]`` in 0..255."""
-        check_channels(image, self.in_channels, type(self).__name__)
+        self.check_channels(image)
         with stage("encoder", image) as s:
             skips = s.output(self.encoder((image - self.img_mean) / self.img_std))
         with stage("spp", skips[-1]) as s:
@@ -132,9 +132,3 @@ def _channel_stats(values: Optional[Sequence[float]], official: Sequence[float],
                           f"give one value per input channel")
     return torch.tensor(values).view(1, channels, 1, 1)
 
-
-def check_channels(image: torch.Tensor, in_channels: int, model: str) -> None:
-    """Raise :class:`~zoo.errors.ConfigError` unless ``image`` is ``[B, in_channels, H, W]``."""
-    if image.dim() != 4 or image.shape[1] != in_channels:
-        raise ConfigError(f"{model} takes images [B, {in_channels}, H, W] (in_channels="
-                          f"{in_channels}); got a tensor of shape {list(image.shape)}")
