@@ -1,0 +1,142 @@
+"""The profile job behind ``python -m zoo.profile``, callable from Python and tests."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from profiling.errors import ProfilingError
+from profiling.reports.files import write_files
+from profiling.reports.metadata import host_name, run_metadata
+from profiling.reports.payload_log import format_payload_log
+from profiling.reports.summary import format_summary
+from profiling.runner import ProfileResult, profile_model
+
+from .errors import ConfigError
+
+__all__ = ["ProfileRun", "run_profile", "resolve_device", "build_model"]
+
+
+@dataclass
+class ProfileRun:
+    """A finished run: its result, the files written and notes on what was done."""
+
+    result: ProfileResult
+    run_dir: Path
+    files: list[Path]
+    notes: list[str] = field(default_factory=list)
+
+
+def resolve_device(device_config: Any) -> torch.device:
+    """The ``torch.device`` of a ``device`` config node, checked for availability."""
+    name = str(device_config.name)
+    if name == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError("device=cuda was asked for, but this machine has no CUDA GPU "
+                              "(torch.cuda.is_available() is False); use device=cpu or "
+                              "device=meta")
+        index = int(device_config.get("index", 0))
+        if index >= torch.cuda.device_count():
+            raise ConfigError(f"device.index={index} does not exist; this machine has "
+                              f"{torch.cuda.device_count()} CUDA device(s)")
+        return torch.device("cuda", index)
+    if name in ("cpu", "meta"):
+        return torch.device(name)
+    raise ConfigError(f"unknown device '{name}'; choose device=cpu, device=cuda or device=meta")
+
+
+def build_model(model_config: Any, seed: int) -> torch.nn.Module:
+    """Instantiate the ``model`` config node with the weights' initialisation seeded."""
+    torch.manual_seed(seed)
+    try:
+        return instantiate(model_config)
+    except ProfilingError:
+        raise
+    except Exception as error:  # Hydra wraps the builder's own ProfilingError
+        cause = error.__cause__ or error.__context__
+        if isinstance(cause, ProfilingError):
+            raise cause from None
+        raise
+
+
+def _input_size(cfg: DictConfig, model: torch.nn.Module) -> tuple[int, int]:
+    size = cfg.input.size
+    if size is None:
+        return tuple(getattr(model, "default_input_size", (224, 224)))
+    if len(size) != 2 or any(int(s) <= 0 for s in size):
+        raise ConfigError(f"input.size must be [H, W] with positive integers, got "
+                          f"{list(size)}")
+    return int(size[0]), int(size[1])
+
+
+def _collectors(cfg: DictConfig) -> list[str]:
+    names = cfg.get("collectors") or cfg.device.collectors
+    return [str(name) for name in names]
+
+
+def make_inputs(cfg: DictConfig, model: torch.nn.Module, device: torch.device
+                ) -> tuple[tuple[Any, ...], list[str]]:
+    """The seeded inputs of the run, padded if ``input.pad`` asks for it, and notes."""
+    batch = int(cfg.input.batch)
+    if batch < 1:
+        raise ConfigError(f"input.batch must be at least 1, got {batch}")
+    size = _input_size(cfg, model)
+    fed = tuple(model.check_input_size(size, pad=bool(cfg.input.get("pad", False))))
+    generator = torch.Generator().manual_seed(int(cfg.run.seed))
+    inputs = model.example_inputs(batch, size, generator=generator, device=device)
+    notes = []
+    if fed != size:
+        inputs = model.pad_inputs(inputs, fed)
+        notes.append(f"input padded from {size[0]}x{size[1]} to {fed[0]}x{fed[1]} "
+                     f"(edge replication, as InputPadder)")
+    return inputs, notes
+
+
+def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
+                print_summary: Optional[bool] = None) -> ProfileRun:
+    """Build the model, profile it and write the run's files into ``run_dir``.
+
+    Every input is checked before anything is written; the files appear all together at the
+    end (see :func:`profiling.reports.files.write_files`).
+    """
+    device = resolve_device(cfg.device)
+    repeats, warmup = int(cfg.run.repeats), int(cfg.run.warmup)
+    if repeats < 1:
+        raise ConfigError(f"run.repeats must be at least 1, got {repeats}")
+    if warmup < 0:
+        raise ConfigError(f"run.warmup must be 0 or more, got {warmup}")
+    collectors = _collectors(cfg)
+    model = build_model(cfg.model, int(cfg.run.seed)).eval().to(device)
+    inputs, notes = make_inputs(cfg, model, device)
+    if device.type == "meta":
+        warmup, repeats = 0, 1
+    result = profile_model(model, inputs, collectors=collectors, warmup=warmup, repeats=repeats,
+                           attach=model.stage_paths() if hasattr(model, "stage_paths") else {})
+    files = _render(cfg, model, result, device, notes)
+    paths = write_files(run_dir, files)
+    if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
+        print(format_summary(result.stages))
+        for note in notes:
+            print(f"note: {note}")
+        print(f"run directory: {Path(run_dir).resolve()}")
+    return ProfileRun(result, Path(run_dir), paths, notes)
+
+
+def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
+            device: torch.device, notes: Sequence[str]) -> dict[str, Any]:
+    label = getattr(model, "payload_log_label", None)
+    metadata = run_metadata(OmegaConf.to_container(cfg, resolve=True), str(device),
+                            notes=list(notes), forward_ms=result.forward_ms,
+                            parameters=sum(p.numel() for p in model.parameters()))
+    return {
+        "stages.csv": result.stages,
+        "payload.log": format_payload_log(result.events, result.stages, host=host_name(),
+                                          device=device.type, label=label),
+        "meta.json": json.dumps(metadata, indent=2, default=str) + "\n",
+    }
