@@ -1,0 +1,100 @@
+"""Scaled dot-product attention as GMFlow uses it: full, split into (shifted) windows, or over
+small local windows.
+
+Every attention-shaped computation of GMFlow goes through :func:`attend`, which runs either
+torch's fused :func:`~torch.nn.functional.scaled_dot_product_attention` (``impl="sdpa"``) or the
+explicit matmul-softmax-matmul of the official code (``impl="math"``). Both compute the same
+result (the golden tests check it against the official outputs); the math path exists so that
+``benchmarks/gmflow_attention.py`` can compare the two side by side.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+
+from .utils import merge_windows, split_windows
+
+__all__ = ["ATTENTION_IMPLS", "attend", "full_attention", "split_window_attention"]
+
+#: the accepted values of the ``attention_impl`` option.
+ATTENTION_IMPLS = ("sdpa", "math")
+
+
+def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *,
+           mask: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+           impl: str = "sdpa") -> torch.Tensor:
+    """``softmax(query @ key^T * scale + mask) @ value`` over the last two dimensions.
+
+    Args:
+        query: ``[..., Lq, E]``; key: ``[..., Lk, E]``; value: ``[..., Lk, Ev]``.
+        mask: broadcastable to ``[..., Lq, Lk]``: added to the scores when floating point;
+            when boolean, ``False`` excludes a key.
+        scale: the score scale, ``1/sqrt(E)`` when ``None``.
+        impl: ``"sdpa"`` (fused kernel) or ``"math"`` (explicit, as the official code).
+    """
+    if impl == "sdpa":
+        return F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scale)
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = torch.matmul(query, key.transpose(-2, -1)) * scale
+    if mask is not None:
+        scores = (scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool
+                  else scores + mask)
+    return torch.matmul(torch.softmax(scores, dim=-1), value)
+
+
+def _split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """``[..., L, C]`` -> ``[..., heads, L, C/heads]``."""
+    *batch, length, channels = x.shape
+    return x.view(*batch, length, num_heads, channels // num_heads).transpose(-3, -2)
+
+
+def _merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """Inverse of :func:`_split_heads`."""
+    *batch, heads, length, head_dim = x.shape
+    return x.transpose(-3, -2).reshape(*batch, length, heads * head_dim)
+
+
+def full_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *,
+                   num_heads: int = 1, impl: str = "sdpa") -> torch.Tensor:
+    """Attention of every token to every token: ``[B, L, C]`` in, ``[B, L, C]`` out."""
+    out = attend(*(_split_heads(x, num_heads) for x in (query, key, value)), impl=impl)
+    return _merge_heads(out)
+
+
+def split_window_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *,
+                           num_splits: int, height: int, width: int, num_heads: int = 1,
+                           shift_mask: Optional[torch.Tensor] = None,
+                           impl: str = "sdpa") -> torch.Tensor:
+    """Attention inside each of K×K windows of the ``height`` × ``width`` token grid.
+
+    With ``shift_mask`` (from :func:`~.utils.shifted_window_mask`), the grid is first rolled by
+    half a window (Swin's shifted windows) and rolled back after; the mask keeps tokens from
+    attending across the seams of the roll.
+
+    Args:
+        query, key, value: ``[B, H*W, C]``.
+    Returns:
+        ``[B, H*W, C]``.
+    """
+    b, _, c = query.shape
+    shift = (height // num_splits // 2, width // num_splits // 2)
+
+    def windows(x: torch.Tensor) -> torch.Tensor:
+        x = x.view(b, height, width, c)
+        if shift_mask is not None:
+            x = torch.roll(x, shifts=(-shift[0], -shift[1]), dims=(1, 2))
+        return _split_heads(split_windows(x, num_splits), num_heads).flatten(1, 2)
+
+    mask = None
+    if shift_mask is not None:
+        mask = shift_mask.to(query.dtype).unsqueeze(1).expand(-1, num_heads, -1, -1).flatten(0, 1)
+    out = attend(windows(query), windows(key), windows(value), mask=mask, impl=impl)
+    out = _merge_heads(out.unflatten(1, (num_splits * num_splits, num_heads)))
+    out = merge_windows(out, num_splits, height, width)
+    if shift_mask is not None:
+        out = torch.roll(out, shifts=shift, dims=(1, 2))
+    return out.reshape(b, height * width, c)

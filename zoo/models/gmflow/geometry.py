@@ -1,0 +1,41 @@
+"""Pixel grids, bilinear sampling and flow warping."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["coords_grid", "window_grid", "normalize_coords", "flow_warp"]
+
+
+def coords_grid(batch: int, height: int, width: int, *, device: torch.device | str = "cpu",
+                dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Pixel coordinates ``[B, 2, H, W]``, channel 0 is x (column), channel 1 is y (row)."""
+    ys, xs = torch.meshgrid(torch.arange(height, device=device, dtype=dtype),
+                            torch.arange(width, device=device, dtype=dtype), indexing="ij")
+    return torch.stack((xs, ys))[None].expand(batch, 2, height, width)
+
+
+def window_grid(radius: int, *, device: torch.device | str = "cpu",
+                dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Offsets ``[(2R+1)^2, 2]`` (x, y) of a ``(2R+1)²`` window around a pixel, row-major."""
+    offsets = torch.linspace(-radius, radius, 2 * radius + 1, device=device, dtype=dtype)
+    ys, xs = torch.meshgrid(offsets, offsets, indexing="ij")
+    return torch.stack((xs, ys), dim=-1).reshape(-1, 2)
+
+
+def normalize_coords(coords: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """Pixel coordinates ``[..., 2]`` (x, y) to ``grid_sample``'s ``[-1, 1]`` (corners aligned)."""
+    center = torch.tensor([(width - 1) / 2.0, (height - 1) / 2.0], device=coords.device,
+                          dtype=coords.dtype)
+    return (coords - center) / center
+
+
+def flow_warp(feature: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+    """Sample ``feature`` ``[B, C, H, W]`` at each pixel displaced by ``flow`` ``[B, 2, H, W]``
+    (bilinear, zeros outside the map)."""
+    b, _, h, w = feature.shape
+    coords = coords_grid(b, h, w, device=flow.device, dtype=flow.dtype) + flow
+    coords = coords.permute(0, 2, 3, 1)
+    return F.grid_sample(feature, normalize_coords(coords, h, w), mode="bilinear",
+                         padding_mode="zeros", align_corners=True)

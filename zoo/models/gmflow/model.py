@@ -1,0 +1,326 @@
+"""GMFlow: optical flow as global matching of transformer features (Xu et al., CVPR 2022).
+
+A re-implementation of the official ``gmflow/gmflow.py`` (haofeixu/gmflow) with the same
+parameter names and shapes, so the official checkpoints load with ``strict=True``, instrumented
+with stage markers, and with the official forward options stored as model options.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple, Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from profiling import probe, stage
+from zoo.base import ZooModel, sum_input_channels
+from zoo.errors import ConfigError
+
+from .attention import ATTENTION_IMPLS
+from .backbone import CNNEncoder
+from .geometry import flow_warp
+from .matching import global_correlation_softmax, local_correlation_softmax
+from .position import add_position
+from .propagation import ConvexUpsampler, FeatureFlowAttention
+from .transformer import FeatureTransformer
+from .utils import image_statistics
+
+__all__ = ["GMFlow", "gmflow_stage_names", "Prediction"]
+
+_FIRST_CONV = "backbone.conv1.weight"
+
+
+def _correlation_stage(radius: int) -> str:
+    return "global_correlation_softmax" if radius == -1 else "local_correlation_softmax"
+
+
+def gmflow_stage_names(corr_radius_list: Sequence[int], num_transformer_layers: int = 6
+                       ) -> tuple[str, ...]:
+    """The stage (and probe) names of a GMFlow forward with one scale per entry of
+    ``corr_radius_list``, in order of first call."""
+    names = ["normalize", "backbone", "conv1", "layer1", "layer2", "layer3", "conv2"]
+    if len(corr_radius_list) > 1:
+        names.append("trident_conv")
+    names += ["feature0", "feature1"]
+    for scale_idx, radius in enumerate(corr_radius_list):
+        if scale_idx > 0:
+            names.append("flow_warp")
+        names += ["position_encoding", "transformer"]
+        if num_transformer_layers > 0:
+            names += ["self_attn", "cross_attn_ffn"]
+        names += [_correlation_stage(radius), "feature_flow_attn"]
+    names.append("upsampler")
+    return tuple(dict.fromkeys(names))
+
+
+class Prediction(NamedTuple):
+    """What :meth:`GMFlow.predict` returns: the flows, and what a decoder on top can use.
+
+    Attributes:
+        flow_preds: flows at full resolution, the final one last.
+        feature0: the transformer's image-0 feature of the finest scale (image 0's then image
+            1's for bidirectional flow), the one the upsampler sees.
+        skips: the encoder's ``layer3``, ``layer2``, ``layer1`` outputs (deepest first) for both
+            images, ``[2B, ...]``, image 0 first.
+    """
+
+    flow_preds: list[torch.Tensor]
+    feature0: torch.Tensor
+    skips: list[torch.Tensor]
+
+
+def _int_list(values: Sequence[int], name: str, num_scales: int) -> tuple[int, ...]:
+    values = tuple(int(v) for v in values)
+    if len(values) != num_scales:
+        raise ConfigError(f"{name} has {len(values)} entries; it needs one per scale "
+                          f"(num_scales={num_scales})")
+    return values
+
+
+def _check_choice(name: str, value: Any, accepted: Sequence[Any]) -> None:
+    if value not in accepted:
+        raise ConfigError(f"{name}={value!r} is not supported; accepted: "
+                          f"{', '.join(map(str, accepted))}")
+
+
+class GMFlow(ZooModel):
+    """GMFlow with its CNN encoder, in one or more scales (two: the refinement model).
+
+    ``model(img0, img1)`` takes two ``[B, C, H, W]`` image batches with values in ``[0, 255]``
+    and returns ``{"flow_preds": [flow]}``, ``flow`` being ``[B, 2, H, W]`` (x, y) in pixels, or
+    ``[2B, 2, H, W]`` (forward then backward flow) with ``pred_bidir_flow``. In training mode the
+    list also holds the intermediate flows, upsampled bilinearly, as the official model returns.
+
+    Args:
+        num_scales: 1 (global matching at 1/8) or more (each finer scale refines by local
+            matching; the official refinement model has 2).
+        upsample_factor: stride of the finest feature, which the convex upsampler undoes.
+            It is ``first_stride * 2 * layer3_stride`` with a ``layer3`` stride of 1 or 2.
+        feature_channels: channels of the features the transformer and matching use.
+        attention_type: ``"swin"`` (split windows, shifted on odd layers) or ``"full"``.
+        num_transformer_layers, ffn_dim_expansion, num_head: of the transformer.
+        in_channels: image channels; 1 normalises with the mean of ImageNet's statistics.
+        first_kernel_size, first_stride: of the encoder's ``conv1``.
+        attn_splits_list: per scale, K for K×K attention windows (1: whole map).
+        corr_radius_list: per scale, -1 for global matching, R for a (2R+1)² local window.
+        prop_radius_list: per scale, -1 for global flow propagation, R for a local one.
+        pred_bidir_flow: also predict the backward flow (image 1 to image 0).
+        attention_impl: ``"sdpa"`` (fused kernels) or ``"math"`` (explicit, as the official).
+    """
+
+    stages = gmflow_stage_names((-1,))
+    default_input_size = (384, 768)
+    input_scale = 255.0
+
+    def __init__(self, *, num_scales: int = 1, upsample_factor: int = 8,
+                 feature_channels: int = 128, attention_type: str = "swin",
+                 num_transformer_layers: int = 6, ffn_dim_expansion: int = 4, num_head: int = 1,
+                 in_channels: int = 3, first_kernel_size: int = 7, first_stride: int = 2,
+                 attn_splits_list: Sequence[int] = (2,), corr_radius_list: Sequence[int] = (-1,),
+                 prop_radius_list: Sequence[int] = (-1,), pred_bidir_flow: bool = False,
+                 attention_impl: str = "sdpa") -> None:
+        super().__init__()
+        if not 1 <= num_scales <= 4:
+            raise ConfigError(f"num_scales={num_scales} is not supported; accepted: 1 to 4")
+        self.num_scales = num_scales
+        self.attn_splits_list = _int_list(attn_splits_list, "attn_splits_list", num_scales)
+        self.corr_radius_list = _int_list(corr_radius_list, "corr_radius_list", num_scales)
+        self.prop_radius_list = _int_list(prop_radius_list, "prop_radius_list", num_scales)
+        self.pred_bidir_flow = bool(pred_bidir_flow)
+        _check_choice("attention_type", attention_type, ("swin", "full"))
+        _check_choice("attention_impl", attention_impl, ATTENTION_IMPLS)
+        layer3_stride = self._layer3_stride(upsample_factor, first_stride)
+        self._check_architecture(feature_channels, num_head, first_kernel_size)
+        self.in_channels = in_channels
+        self.upsample_factor = upsample_factor
+        self.feature_channels = feature_channels
+        self.attention_type = attention_type
+
+        self.backbone = CNNEncoder(feature_channels, num_scales, in_channels=in_channels,
+                                   first_kernel_size=first_kernel_size,
+                                   first_stride=first_stride, layer3_stride=layer3_stride)
+        self.transformer = FeatureTransformer(num_transformer_layers, feature_channels,
+                                              num_head, attention_type, ffn_dim_expansion,
+                                              attention_impl)
+        self.feature_flow_attn = FeatureFlowAttention(feature_channels, attention_impl)
+        self.upsampler = ConvexUpsampler(feature_channels, upsample_factor)
+        mean, std = image_statistics(in_channels)
+        self.register_buffer("mean", mean, persistent=False)
+        self.register_buffer("std", std, persistent=False)
+        self.stages = gmflow_stage_names(self.corr_radius_list, num_transformer_layers)
+
+    @staticmethod
+    def _layer3_stride(upsample_factor: int, first_stride: int) -> int:
+        if first_stride < 1:
+            raise ConfigError(f"first_stride={first_stride} is not supported; accepted: >= 1")
+        valid = (2 * first_stride, 4 * first_stride)
+        if upsample_factor not in valid:
+            raise ConfigError(f"upsample_factor={upsample_factor} does not match the encoder "
+                              f"(first_stride={first_stride} gives features at stride "
+                              f"{valid[0]} or {valid[1]}); accepted: {valid[0]}, {valid[1]}")
+        return upsample_factor // (2 * first_stride)
+
+    @staticmethod
+    def _check_architecture(feature_channels: int, num_head: int, first_kernel_size: int
+                            ) -> None:
+        if feature_channels < 4 or feature_channels % 4:
+            raise ConfigError(f"feature_channels={feature_channels} is not supported; accepted: "
+                              f"a multiple of 4 (the sine position encoding needs it)")
+        if num_head < 1 or feature_channels % num_head:
+            raise ConfigError(f"num_head={num_head} does not divide "
+                              f"feature_channels={feature_channels}; accepted: a divisor of it")
+        if first_kernel_size < 1 or first_kernel_size % 2 == 0:
+            raise ConfigError(f"first_kernel_size={first_kernel_size} is not supported; "
+                              f"accepted: an odd size (padding k//2 keeps the stride exact)")
+
+    # ---- the calling convention -------------------------------------------------------------
+
+    def example_inputs(self, batch: int, size: Sequence[int], *,
+                       generator: Optional[torch.Generator] = None, device: Any = "cpu"
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Two seeded image batches ``(img0, img1)`` with values in ``[0, 255)``."""
+        generator = generator if generator is not None else torch.Generator().manual_seed(0)
+        make = super().example_inputs
+        return (make(batch, size, generator=generator, device=device)[0],
+                make(batch, size, generator=generator, device=device)[0])
+
+    @property
+    def size_divisor(self) -> int:
+        """What the input height and width must be multiples of: at every scale, the feature
+        stride times the number of attention splits."""
+        n = self.num_scales
+        return math.lcm(*(self.upsample_factor * 2 ** (n - 1 - i) * splits
+                          for i, splits in enumerate(self.attn_splits_list)))
+
+    def check_input_size(self, size: Sequence[int], *, pad: bool = False) -> tuple[int, int]:
+        """``(H, W)`` when both are multiples of :attr:`size_divisor`; the next multiples up
+        with ``pad=True``; otherwise a :class:`~zoo.errors.ConfigError` naming the nearest
+        valid sizes."""
+        height, width = int(size[0]), int(size[1])
+        d = self.size_divisor
+        if height % d == 0 and width % d == 0:
+            return height, width
+        if pad:
+            return -(-height // d) * d, -(-width // d) * d
+
+        def nearest(n: int) -> list[int]:
+            return sorted({max(d, n // d * d), -(-n // d) * d}, key=lambda m: (abs(m - n), m))
+
+        candidates = sorted(((h, w) for h in nearest(height) for w in nearest(width)),
+                            key=lambda hw: (abs(hw[0] - height) + abs(hw[1] - width), hw))
+        raise ConfigError(
+            f"input size {height}x{width} does not fit {type(self).__name__}: height and width "
+            f"must be multiples of {d} (upsample_factor={self.upsample_factor}, "
+            f"attn_splits_list={list(self.attn_splits_list)}); nearest valid sizes: "
+            f"{', '.join(f'{h}x{w}' for h, w in candidates)}; or set input.pad=true")
+
+    def adapt_state_dict(self, state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Adapt a checkpoint's ``conv1`` to :attr:`in_channels` (summed over its channels for
+        a grayscale model)."""
+        weight = state_dict.get(_FIRST_CONV)
+        if weight is None or weight.dim() != 4 or weight.shape[1] == self.in_channels:
+            return state_dict
+        return {**state_dict, _FIRST_CONV: sum_input_channels(weight, self.in_channels)}
+
+    # ---- forward ----------------------------------------------------------------------------
+
+    def forward(self, img0: torch.Tensor, img1: torch.Tensor, **options: Any
+                ) -> dict[str, list[torch.Tensor]]:
+        """Flow from ``img0`` to ``img1``: ``{"flow_preds": [..., flow]}``.
+
+        ``options`` override the stored forward options for this call (``attn_splits_list``,
+        ``corr_radius_list``, ``prop_radius_list``, ``pred_bidir_flow``).
+        """
+        return {"flow_preds": self.predict(img0, img1, **options).flow_preds}
+
+    def normalize(self, img0: torch.Tensor, img1: torch.Tensor
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[0, 255]`` images to ImageNet-normalised ones."""
+        return (img0 / 255.0 - self.mean) / self.std, (img1 / 255.0 - self.mean) / self.std
+
+    def predict(self, img0: torch.Tensor, img1: torch.Tensor, *,
+                attn_splits_list: Optional[Sequence[int]] = None,
+                corr_radius_list: Optional[Sequence[int]] = None,
+                prop_radius_list: Optional[Sequence[int]] = None,
+                pred_bidir_flow: Optional[bool] = None) -> Prediction:
+        """The forward pass, returning the flows and the features a decoder can use."""
+        n = self.num_scales
+        attn_splits_list = _int_list(attn_splits_list or self.attn_splits_list,
+                                     "attn_splits_list", n)
+        corr_radius_list = _int_list(corr_radius_list or self.corr_radius_list,
+                                     "corr_radius_list", n)
+        prop_radius_list = _int_list(prop_radius_list or self.prop_radius_list,
+                                     "prop_radius_list", n)
+        bidir = self.pred_bidir_flow if pred_bidir_flow is None else bool(pred_bidir_flow)
+
+        with stage("normalize", img0, img1) as s:
+            img0, img1 = s.output(self.normalize(img0, img1))
+        features, skips = self._extract_features(img0, img1)
+
+        flow_preds: list[torch.Tensor] = []
+        flow: Optional[torch.Tensor] = None
+        for scale_idx, (feature0, feature1) in enumerate(features):
+            if bidir and scale_idx > 0:
+                feature0, feature1 = torch.cat((feature0, feature1)), torch.cat((feature1,
+                                                                                 feature0))
+            upsample_factor = self.upsample_factor * 2 ** (n - 1 - scale_idx)
+            if flow is not None:
+                with stage("flow_warp", flow, feature1) as s:
+                    flow = _bilinear_upsample(flow, 2).detach()
+                    feature1 = flow_warp(feature1, flow)
+                    s.output((flow, feature1))
+            feature0, feature1, flow = self._match(
+                feature0, feature1, flow, attn_splits=attn_splits_list[scale_idx],
+                corr_radius=corr_radius_list[scale_idx], bidir=bidir and scale_idx == 0)
+            if self.training:
+                flow_preds.append(_bilinear_upsample(flow, upsample_factor))
+            if bidir and scale_idx == 0:
+                feature0 = torch.cat((feature0, feature1))
+            with stage("feature_flow_attn", feature0, flow) as s:
+                flow = s.output(self.feature_flow_attn(feature0, flow.detach(),
+                                                       prop_radius_list[scale_idx]))
+            if self.training and scale_idx < n - 1:
+                flow_preds.append(_bilinear_upsample(flow, upsample_factor))
+        with stage("upsampler", flow, feature0) as s:
+            flow_preds.append(s.output(self.upsampler(flow, feature0)))
+        return Prediction(flow_preds, feature0, skips)
+
+    def _extract_features(self, img0: torch.Tensor, img1: torch.Tensor
+                          ) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], list[torch.Tensor]]:
+        """Both images through the encoder as one batch; per scale (coarsest first) the
+        ``(feature0, feature1)`` pair, and the encoder's skip features."""
+        images = torch.cat((img0, img1))
+        with stage("backbone", images) as s:
+            encoded = self.backbone(images)
+            s.output(encoded.features)
+        pairs = []
+        for feature in encoded.features:
+            feature0, feature1 = feature.chunk(2)
+            pairs.append((probe("feature0", feature0), probe("feature1", feature1)))
+        return pairs, encoded.skips
+
+    def _match(self, feature0: torch.Tensor, feature1: torch.Tensor,
+               flow: Optional[torch.Tensor], *, attn_splits: int, corr_radius: int,
+               bidir: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Position encoding, transformer and correlation softmax of one scale; returns the
+        transformed features and the flow (the previous one plus this scale's estimate)."""
+        with stage("position_encoding", feature0, feature1) as s:
+            feature0, feature1 = s.output(add_position(feature0, feature1, attn_splits))
+        with stage("transformer", feature0, feature1) as s:
+            feature0, feature1 = s.output(self.transformer(feature0, feature1, attn_splits))
+        impl = self.feature_flow_attn.attention_impl
+        with stage(_correlation_stage(corr_radius), feature0, feature1) as s:
+            if corr_radius == -1:
+                flow_pred = global_correlation_softmax(feature0, feature1,
+                                                       pred_bidir_flow=bidir, impl=impl)
+            else:
+                flow_pred = local_correlation_softmax(feature0, feature1, corr_radius,
+                                                      impl=impl)
+            s.output(flow_pred)
+        return feature0, feature1, flow_pred if flow is None else flow + flow_pred
+
+
+def _bilinear_upsample(flow: torch.Tensor, factor: int) -> torch.Tensor:
+    """The training-time bilinear upsampling of intermediate flows (values scale too)."""
+    return F.interpolate(flow, scale_factor=factor, mode="bilinear", align_corners=True) * factor

@@ -1,0 +1,133 @@
+"""GMFlow's feature transformer: per layer, self-attention, then cross-attention with an FFN,
+in (shifted) split windows or over the whole map."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import nn
+
+from profiling import stage
+
+from .attention import full_attention, split_window_attention
+from .utils import shifted_window_mask
+
+__all__ = ["TransformerLayer", "TransformerBlock", "FeatureTransformer"]
+
+
+class TransformerLayer(nn.Module):
+    """Attention of ``source`` to ``target`` (self-attention when they are the same), a
+    projection and LayerNorm, then (unless ``no_ffn``) an FFN on ``[source, message]`` and a
+    second LayerNorm; the result is added to ``source``.
+
+    Args:
+        d_model: token channels.
+        num_heads: attention heads (the official code has one; more split the channels).
+        attention_type: ``"swin"`` (split windows) or ``"full"``.
+        no_ffn: leave out the FFN (the self-attention layer of a block).
+        ffn_dim_expansion: the FFN's hidden width is ``2 * d_model * ffn_dim_expansion``.
+        with_shift: use shifted windows (odd layers of a swin transformer).
+        attention_impl: ``"sdpa"`` or ``"math"`` (see :mod:`.attention`).
+    """
+
+    def __init__(self, d_model: int = 128, num_heads: int = 1, attention_type: str = "swin",
+                 no_ffn: bool = False, ffn_dim_expansion: int = 4, with_shift: bool = False,
+                 attention_impl: str = "sdpa") -> None:
+        super().__init__()
+        self.num_heads = num_heads
+        self.attention_type = attention_type
+        self.with_shift = with_shift
+        self.attention_impl = attention_impl
+        self.q_proj = nn.Linear(d_model, d_model, bias=False)
+        self.k_proj = nn.Linear(d_model, d_model, bias=False)
+        self.v_proj = nn.Linear(d_model, d_model, bias=False)
+        self.merge = nn.Linear(d_model, d_model, bias=False)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.mlp = self.norm2 = None
+        if not no_ffn:
+            hidden = 2 * d_model * ffn_dim_expansion
+            self.mlp = nn.Sequential(nn.Linear(2 * d_model, hidden, bias=False), nn.GELU(),
+                                     nn.Linear(hidden, d_model, bias=False))
+            self.norm2 = nn.LayerNorm(d_model)
+
+    def forward(self, source: torch.Tensor, target: torch.Tensor, *, height: int, width: int,
+                attn_num_splits: int = 1, shift_mask: Optional[torch.Tensor] = None
+                ) -> torch.Tensor:
+        """``source``, ``target``: ``[B, H*W, C]`` tokens of a ``height`` × ``width`` map."""
+        query, key, value = self.q_proj(source), self.k_proj(target), self.v_proj(target)
+        if self.attention_type == "swin" and attn_num_splits > 1:
+            message = split_window_attention(
+                query, key, value, num_splits=attn_num_splits, height=height, width=width,
+                num_heads=self.num_heads, shift_mask=shift_mask if self.with_shift else None,
+                impl=self.attention_impl)
+        else:
+            message = full_attention(query, key, value, num_heads=self.num_heads,
+                                     impl=self.attention_impl)
+        message = self.norm1(self.merge(message))
+        if self.mlp is not None:
+            message = self.norm2(self.mlp(torch.cat((source, message), dim=-1)))
+        return source + message
+
+
+class TransformerBlock(nn.Module):
+    """``self_attn`` (no FFN) then ``cross_attn_ffn``; each is a stage."""
+
+    def __init__(self, d_model: int = 128, num_heads: int = 1, attention_type: str = "swin",
+                 ffn_dim_expansion: int = 4, with_shift: bool = False,
+                 attention_impl: str = "sdpa") -> None:
+        super().__init__()
+        options = dict(d_model=d_model, num_heads=num_heads, attention_type=attention_type,
+                       ffn_dim_expansion=ffn_dim_expansion, with_shift=with_shift,
+                       attention_impl=attention_impl)
+        self.self_attn = TransformerLayer(no_ffn=True, **options)
+        self.cross_attn_ffn = TransformerLayer(**options)
+
+    def forward(self, source: torch.Tensor, target: torch.Tensor, **geometry) -> torch.Tensor:
+        with stage("self_attn", source) as s:
+            source = s.output(self.self_attn(source, source, **geometry))
+        with stage("cross_attn_ffn", source, target) as s:
+            return s.output(self.cross_attn_ffn(source, target, **geometry))
+
+
+class FeatureTransformer(nn.Module):
+    """``num_layers`` blocks that update both images' features, each attending to itself and
+    to the other image. Both directions run as one batch: the tokens are ``[2B, H*W, C]``
+    (image 0's then image 1's), the targets the same halves swapped.
+
+    With ``attention_type="swin"``, odd layers use shifted windows.
+    """
+
+    def __init__(self, num_layers: int = 6, d_model: int = 128, num_heads: int = 1,
+                 attention_type: str = "swin", ffn_dim_expansion: int = 4,
+                 attention_impl: str = "sdpa") -> None:
+        super().__init__()
+        self.attention_type = attention_type
+        self.d_model = d_model
+        self.layers = nn.ModuleList(
+            TransformerBlock(d_model=d_model, num_heads=num_heads, attention_type=attention_type,
+                             ffn_dim_expansion=ffn_dim_expansion,
+                             with_shift=attention_type == "swin" and i % 2 == 1,
+                             attention_impl=attention_impl)
+            for i in range(num_layers))
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+
+    def forward(self, feature0: torch.Tensor, feature1: torch.Tensor, attn_num_splits: int = 1
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[B, C, H, W]`` features in and out."""
+        b, c, h, w = feature0.shape
+        shift_mask = None
+        if self.attention_type == "swin" and attn_num_splits > 1:
+            shift_mask = shifted_window_mask(h, w, attn_num_splits, device=feature0.device)
+        tokens0 = feature0.flatten(2).transpose(1, 2)  # [B, H*W, C]
+        tokens1 = feature1.flatten(2).transpose(1, 2)
+        source = torch.cat((tokens0, tokens1))
+        target = torch.cat((tokens1, tokens0))
+        for layer in self.layers:
+            source = layer(source, target, height=h, width=w, attn_num_splits=attn_num_splits,
+                           shift_mask=shift_mask)
+            target = torch.cat(source.chunk(2)[::-1])
+        feature0, feature1 = source.view(2 * b, h, w, c).permute(0, 3, 1, 2).chunk(2)
+        return feature0.contiguous(), feature1.contiguous()
