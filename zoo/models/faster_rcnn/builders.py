@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-import torch
-from torchvision.models.detection import fasterrcnn_resnet50_fpn
+from torchvision.models import resnet50
+from torchvision.models.detection.backbone_utils import _resnet_fpn_extractor
+from torchvision.models.detection.faster_rcnn import FasterRCNN
+from torchvision.ops import FrozenBatchNorm2d
 
 from ...checkpoints import load_checkpoint
 from ...registry import register_model
@@ -22,14 +24,16 @@ def faster_rcnn(*, num_classes: int = 91, min_size: int = 800, max_size: int = 1
                 ) -> StagedFasterRCNN:
     """Faster R-CNN ResNet-50 FPN (torchvision's ``fasterrcnn_resnet50_fpn``), staged.
 
-    Randomly initialised (nothing is downloaded); ``checkpoint`` loads torchvision's weights
+    Built as torchvision builds it for its COCO weights (frozen BatchNorm, the last three
+    ResNet stages trainable: 41,755,286 parameters), but randomly initialised: nothing is
+    downloaded. ``checkpoint`` loads torchvision's weights
     (``fasterrcnn_resnet50_fpn_coco-258fb6c6.pth``) or any state dict of the same model from a
     local file. The model is returned in eval mode.
     """
-    model = fasterrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=num_classes,
-                                    min_size=min_size, max_size=max_size,
-                                    rpn_post_nms_top_n_test=rpn_post_nms_top_n_test,
-                                    box_detections_per_img=box_detections_per_img)
+    backbone = _resnet_fpn_extractor(resnet50(weights=None, norm_layer=FrozenBatchNorm2d), 3)
+    model = FasterRCNN(backbone, num_classes=num_classes, min_size=min_size, max_size=max_size,
+                       rpn_post_nms_top_n_test=rpn_post_nms_top_n_test,
+                       box_detections_per_img=box_detections_per_img)
     stage_parts(model)
     model.__class__ = StagedFasterRCNN
     if checkpoint:
