@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 import torch
+from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
@@ -128,12 +129,18 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     return ProfileRun(result, Path(run_dir), paths, notes)
 
 
+def _job_overrides() -> list[str]:
+    """The command-line overrides of the Hydra job running now (``[]`` outside Hydra)."""
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
 def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
             device: torch.device, notes: Sequence[str]) -> dict[str, Any]:
     label = getattr(model, "payload_log_label", None)
     metadata = run_metadata(OmegaConf.to_container(cfg, resolve=True), str(device),
                             notes=list(notes), forward_ms=result.forward_ms,
-                            parameters=sum(p.numel() for p in model.parameters()))
+                            parameters=sum(p.numel() for p in model.parameters()),
+                            overrides=_job_overrides())
     return {
         "stages.csv": result.stages,
         "payload.log": format_payload_log(result.events, result.stages, host=host_name(),

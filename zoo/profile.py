@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from profiling.errors import ProfilingError
 
+from . import sweep_summary
 from .app import run_profile
 from .cli import CONFIG_DIR, fail, run_checked
 
@@ -41,6 +42,10 @@ def _job(cfg: DictConfig) -> None:
 def main() -> None:
     """Entry point of ``python -m zoo.profile``."""
     run_checked(_job)
+    outcome = sweep_summary.last_sweep
+    if outcome is not None and outcome.failed:
+        fail(f"{outcome.failed} of {outcome.runs} runs failed; their errors are in "
+             f"{outcome.summary}", code=1)
 
 
 if __name__ == "__main__":

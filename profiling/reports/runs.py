@@ -1,0 +1,205 @@
+"""Run directories as data: read one, record a failed one, gather many into one table.
+
+A run directory holds the files of one profile (``stages.csv``, ``meta.json``, ...). A run that
+failed holds ``error.json`` instead: the error's type and one-line message, the traceback, the
+command-line overrides and the resolved config. :func:`collect_runs` turns any set of run
+directories, finished or failed, into one table with one row per stage call, which is what a
+sweep's ``summary.csv`` is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+
+import pandas as pd
+
+from ..errors import ProfilingError
+
+__all__ = ["RunRecord", "read_run", "find_runs", "collect_runs", "write_failure",
+           "flatten_config", "parse_overrides", "write_table", "ERROR_FILE"]
+
+#: The file a failed run leaves in its directory.
+ERROR_FILE = "error.json"
+
+PathLike = Union[str, Path]
+
+
+@dataclass
+class RunRecord:
+    """What one run directory holds.
+
+    Attributes:
+        directory: the run directory.
+        status: ``"ok"`` or ``"failed"``.
+        config: the resolved config (``meta.json`` or ``error.json``), or ``{}``.
+        overrides: the command-line overrides of the run, ``{key: value}`` as typed.
+        error: ``"Type: message"`` of a failed run, else ``""``.
+        meta: the whole ``meta.json`` (``{}`` for a failed run).
+        stages: the ``stages.csv`` table (empty for a failed run).
+    """
+
+    directory: Path
+    status: str
+    config: dict[str, Any] = field(default_factory=dict)
+    overrides: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+    stages: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
+    """``["model=gmflow", "input.size=[384,512]"]`` -> ``{"model": "gmflow", ...}``.
+
+    Deletions (``~key``) are left out; a leading ``+``/``++`` is dropped from the key.
+    """
+    parsed = {}
+    for text in overrides:
+        key, separator, value = str(text).partition("=")
+        if separator and not key.startswith("~"):
+            parsed[key.lstrip("+")] = value
+    return parsed
+
+
+def write_failure(directory: PathLike, error: BaseException, *,
+                  overrides: Sequence[str] = (), config: Optional[Mapping[str, Any]] = None
+                  ) -> Path:
+    """Leave ``error.json`` in ``directory`` describing a run that raised ``error``."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    record = {
+        "status": "failed",
+        "error_type": type(error).__name__,
+        "error": message,
+        "traceback": "".join(traceback.format_exception(type(error), error,
+                                                        error.__traceback__)),
+        "overrides": list(overrides),
+        "config": dict(config or {}),
+    }
+    path = directory / ERROR_FILE
+    path.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    return path
+
+
+def read_run(directory: PathLike) -> RunRecord:
+    """Read a run directory (finished: ``meta.json`` and ``stages.csv``; failed: ``error.json``).
+
+    Raises:
+        ProfilingError: when the directory holds neither.
+    """
+    directory = Path(directory)
+    meta_path, error_path = directory / "meta.json", directory / ERROR_FILE
+    if meta_path.is_file() and (directory / "stages.csv").is_file():
+        meta = json.loads(meta_path.read_text())
+        return RunRecord(directory, "ok", meta.get("config") or {},
+                         parse_overrides(meta.get("overrides") or []), "", meta,
+                         pd.read_csv(directory / "stages.csv", keep_default_na=False,
+                                     na_values=[""]))
+    if error_path.is_file():
+        failure = json.loads(error_path.read_text())
+        error = f"{failure.get('error_type', 'Error')}: {failure.get('error', '')}"
+        return RunRecord(directory, "failed", failure.get("config") or {},
+                         parse_overrides(failure.get("overrides") or []), error)
+    raise ProfilingError(f"{directory} is not a run directory: it holds neither meta.json with "
+                         f"stages.csv nor {ERROR_FILE}")
+
+
+def _natural_key(path: Path) -> list:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
+
+
+def find_runs(root: PathLike) -> list[Path]:
+    """The run directories at or below ``root``, in natural order (``2_x`` before ``10_x``)."""
+    root = Path(root)
+    found = {p.parent for name in ("meta.json", ERROR_FILE) for p in root.rglob(name)}
+    return sorted(found, key=lambda p: _natural_key(p.relative_to(root)))
+
+
+def flatten_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"model": {"name": "x"}}`` -> ``{"model.name": "x"}``; lists become their JSON text."""
+    flat = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten_config(value, f"{name}."))
+        else:
+            flat[name] = json.dumps(value) if isinstance(value, (list, tuple)) else value
+    return flat
+
+
+def _option_columns(records: Sequence[RunRecord]) -> list[str]:
+    """Override keys in order of appearance; without any, the config keys that differ."""
+    keys: dict[str, None] = {}
+    for record in records:
+        keys.update(dict.fromkeys(record.overrides))
+    if keys:
+        return list(keys)
+    flats = [flatten_config(r.config) for r in records if r.config]
+    every = dict.fromkeys(k for flat in flats for k in flat)
+    return [k for k in every if len({json.dumps(f.get(k), default=str) for f in flats}) > 1]
+
+
+def _option_values(record: RunRecord, columns: Sequence[str]) -> dict[str, Any]:
+    flat = flatten_config(record.config)
+    return {c: record.overrides[c] if c in record.overrides else flat.get(c) for c in columns}
+
+
+def _forward_median(meta: Mapping[str, Any]) -> Optional[float]:
+    times = meta.get("forward_ms") or []
+    return float(pd.Series(times, dtype=float).median()) if len(times) else None
+
+
+def collect_runs(directories: Iterable[PathLike], root: Optional[PathLike] = None
+                 ) -> pd.DataFrame:
+    """One table of every stage call of every run, failed runs as one row with their error.
+
+    Columns: ``run`` (the directory, relative to ``root`` when given), ``status``, ``error``,
+    then the runs' options (the overrides they were started with; when none was recorded, the
+    config keys whose values differ between the runs), ``model``, ``device``, ``device_name``,
+    ``parameters``, ``forward_ms_median``, and the columns of ``stages.csv``.
+    """
+    records = [read_run(d) for d in directories]
+    options = _option_columns(records)
+    frames = []
+    for record in records:
+        run = record.directory
+        if root is not None:
+            run = run.resolve().relative_to(Path(root).resolve())
+        head = {"run": str(run), "status": record.status, "error": record.error,
+                **_option_values(record, options),
+                "model": (record.config.get("model") or {}).get("name"),
+                "device": (record.config.get("device") or {}).get("name"),
+                "device_name": record.meta.get("device_name"),
+                "parameters": record.meta.get("parameters"),
+                "forward_ms_median": _forward_median(record.meta)}
+        if record.stages.empty:
+            frames.append(pd.DataFrame([head]))
+        else:
+            frames.append(pd.concat([pd.DataFrame([head] * len(record.stages)),
+                                     record.stages.reset_index(drop=True)], axis=1))
+    if not frames:
+        return pd.DataFrame(columns=["run", "status", "error"])
+    integers = {c for r in records for c, dtype in r.stages.dtypes.items() if dtype.kind in "iu"}
+    table = pd.concat(frames, ignore_index=True)
+    # A failed run's empty cells would otherwise turn the integer columns into floats.
+    return table.astype({c: "Int64" for c in integers if c in table})
+
+
+def write_table(table: pd.DataFrame, path: PathLike) -> Path:
+    """Write ``table`` as CSV, or as parquet when ``path`` ends in ``.parquet``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".parquet":
+        try:
+            table.to_parquet(path, index=False)
+        except ImportError as error:
+            raise ProfilingError(f"writing parquet needs pyarrow or fastparquet ({error}); "
+                                 f"install one, or write a .csv") from None
+    else:
+        table.to_csv(path, index=False)
+    return path

@@ -1,0 +1,154 @@
+"""The Hydra callback that records failed sweep jobs and writes ``summary.csv`` after a sweep.
+
+Registered in ``configs/profile.yaml`` under ``hydra.callbacks``. In a multirun:
+
+- a job that raises (a size the model cannot take, an out-of-memory error) leaves
+  ``error.json`` in its job directory and is reported to Hydra as finished, so the other jobs
+  run and the sweep reaches its end, whatever the launcher (basic, joblib, submitit);
+- at the end, ``summary.csv`` at the sweep's root holds every job's stages in one table, with
+  the options of each job as columns and failed jobs as rows with their error (see
+  :func:`profiling.reports.runs.collect_runs`);
+- a progress bar counts the finished jobs when stderr is a terminal.
+
+:data:`last_sweep` keeps the outcome, so ``python -m zoo.profile -m`` can exit non-zero when a
+job failed.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from profiling.reports.runs import collect_runs, find_runs, write_failure, write_table
+
+__all__ = ["SweepSummary", "SweepOutcome", "last_sweep", "summarise_sweep"]
+
+
+@dataclass
+class SweepOutcome:
+    """A finished sweep: where its summary is, how many jobs ran and how many failed."""
+
+    summary: Path
+    runs: int
+    failed: int
+
+
+#: The outcome of the last sweep that ended in this process, or ``None``.
+last_sweep: Optional[SweepOutcome] = None
+
+
+def summarise_sweep(sweep_dir: Path, file_name: str = "summary.csv") -> SweepOutcome:
+    """Write the summary table of the runs below ``sweep_dir`` and return the outcome."""
+    table = collect_runs(find_runs(sweep_dir), root=sweep_dir)
+    path = write_table(table, Path(sweep_dir) / file_name)
+    runs = table.drop_duplicates("run") if len(table) else table
+    return SweepOutcome(path, len(runs), int((runs.get("status") == "failed").sum())
+                        if len(runs) else 0)
+
+
+def _job_count(config: DictConfig) -> Optional[int]:
+    """How many jobs the basic sweeper will launch (``None`` for other sweepers)."""
+    if "BasicSweeper" not in str(OmegaConf.select(config, "hydra.sweeper._target_")):
+        return None
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
+    return sum(len(batch) for batch in BasicSweeper.split_arguments(parsed, None))
+
+
+class _SweepProgress:
+    """A tqdm bar over the finished jobs, polled from the sweep directory.
+
+    Jobs run in other processes with the joblib and submitit launchers, so the bar counts the
+    job directories that hold ``meta.json`` or ``error.json`` rather than relying on callbacks.
+    """
+
+    def __init__(self, sweep_dir: Path, total: Optional[int]) -> None:
+        from tqdm.auto import tqdm
+        self.sweep_dir = sweep_dir
+        self.known = set(find_runs(sweep_dir)) if sweep_dir.is_dir() else set()
+        self.bar = tqdm(total=total, desc="sweep", unit="run", file=sys.stderr)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.thread.start()
+
+    def _poll(self) -> None:
+        while not self.stop.wait(0.5):
+            self._update()
+
+    def _update(self) -> None:
+        if self.sweep_dir.is_dir():
+            done = len(set(find_runs(self.sweep_dir)) - self.known)
+            self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        self._update()
+        self.bar.close()
+
+
+def _progress(config: DictConfig) -> Optional[_SweepProgress]:
+    if not sys.stderr.isatty():
+        return None
+    try:
+        return _SweepProgress(Path(config.hydra.sweep.dir), _job_count(config))
+    except ImportError:  # tqdm is an optional dependency (the sweeps extra)
+        return None
+
+
+class SweepSummary(Callback):
+    """Record failed jobs, and write the sweep's summary table when the multirun ends.
+
+    Args:
+        file_name: the summary's name at the sweep root (``.csv`` or ``.parquet``).
+        progress: show a progress bar over the jobs (only when stderr is a terminal).
+    """
+
+    def __init__(self, file_name: str = "summary.csv", progress: bool = True) -> None:
+        self.file_name = file_name
+        self.progress = progress
+        self._bar: Optional[_SweepProgress] = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        global last_sweep
+        last_sweep = None
+        self._bar = _progress(config) if self.progress else None
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        """Leave ``error.json`` for a failed job of a multirun and let the sweep go on."""
+        if config.hydra.mode != RunMode.MULTIRUN or job_return.status != JobStatus.FAILED:
+            return
+        error = job_return._return_value
+        task = {k: v for k, v in OmegaConf.to_container(config, resolve=False).items()
+                if k != "hydra"}
+        write_failure(config.hydra.runtime.output_dir, error,
+                      overrides=list(config.hydra.overrides.task), config=_resolved(task))
+        job_return.status = JobStatus.COMPLETED
+        job_return.return_value = {"status": "failed", "error": f"{type(error).__name__}: "
+                                                                f"{error}"}
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        global last_sweep
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        last_sweep = summarise_sweep(Path(config.hydra.sweep.dir), self.file_name)
+        failed = f", {last_sweep.failed} failed" if last_sweep.failed else ""
+        print(f"sweep summary: {last_sweep.summary.resolve()} ({last_sweep.runs} runs{failed})")
+
+
+def _resolved(task: dict) -> dict:
+    """The job's config with interpolations resolved where they can be (best effort)."""
+    try:
+        return OmegaConf.to_container(OmegaConf.create(task), resolve=True)
+    except Exception:  # noqa: BLE001  (an unresolvable value must not hide the job's error)
+        return task
