@@ -1,0 +1,97 @@
+"""The operation-count collector: MACs, FLOPs and memory traffic per stage, at the dispatcher."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from torch import nn
+
+from ..counting import COUNT_FIELDS, Counts, ModuleRecord, OpCounting
+from .base import Collector
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..stages import StageCall
+
+__all__ = ["OpCounter"]
+
+
+class OpCounter(Collector):
+    """Counts every operator of a forward and writes the totals of each stage call.
+
+    Each ``StageCall.metrics`` gets ``macs``, ``flops``, ``bytes_read``, ``bytes_written`` and
+    ``activations``, inclusive of the stages nested inside it (definitions in
+    :mod:`profiling.counting`). Works on CPU, CUDA and meta tensors. It intercepts every
+    operator, so it slows the forward: the runner never runs it in a timed pass.
+
+    Args:
+        model: when given, counts are also kept per module (:attr:`modules`), for the layer
+            and module tables.
+
+    Attributes:
+        coverage: calls per operator that has no formula, in the last forward.
+        modules: per-module records of the last forward, by dotted path.
+        total: counts of the whole last forward (inside and outside stages).
+        by_op: counts per operator of the last forward.
+    """
+
+    name = "op_counts"
+    instrumenting = True
+    metrics = COUNT_FIELDS
+
+    def __init__(self, model: Optional[nn.Module] = None) -> None:
+        self.model = model
+        self._counting: Optional[OpCounting] = None
+        self._last: Optional[OpCounting] = None
+        self._open: list[tuple["StageCall", Counts]] = []
+
+    def start_forward(self, session: "Session") -> None:
+        self._open = []
+        self._counting = OpCounting(self.model).__enter__()
+
+    def enter(self, call: "StageCall") -> None:
+        if self._counting is None:
+            return
+        counts = Counts()
+        self._open.append((call, counts))
+        self._counting.open(counts)
+
+    def exit(self, call: "StageCall") -> None:
+        if not self._open or self._open[-1][0] is not call:
+            return
+        _, counts = self._open.pop()
+        if self._counting is not None:
+            self._counting.close(counts)
+        call.metrics.update(counts.as_dict())
+
+    def end_forward(self, session: "Session") -> None:
+        self._finish()
+
+    def close(self) -> None:
+        self._finish()
+
+    def _finish(self) -> None:
+        if self._counting is not None:
+            counting, self._counting = self._counting, None
+            counting.__exit__(None, None, None)
+            self._last = counting
+
+    @property
+    def coverage(self) -> dict[str, int]:
+        """Calls per operator that has no formula (the ops whose FLOPs are not counted)."""
+        return dict(self._last.uncounted) if self._last is not None else {}
+
+    @property
+    def modules(self) -> dict[str, ModuleRecord]:
+        """Per-module records of the last forward (empty without a model)."""
+        return self._last.modules if self._last is not None else {}
+
+    @property
+    def total(self) -> Counts:
+        """Counts of the whole last forward."""
+        return self._last.total if self._last is not None else Counts()
+
+    @property
+    def by_op(self) -> dict[str, Counts]:
+        """Counts per operator name of the last forward."""
+        return self._last.by_op if self._last is not None else {}

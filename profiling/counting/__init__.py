@@ -1,0 +1,16 @@
+"""Operation counts at the dispatcher: MACs, FLOPs, bytes read and written, activations.
+
+:class:`OpCounting` counts every operator a forward runs, on any device (the meta device
+included), with the per-operator formulas of the registry (:mod:`.registry`; the formulas
+live in :mod:`.matmul`, :mod:`.elementwise`, :mod:`.spatial`, :mod:`.movement`, each stating
+its conventions). :func:`count_ops` runs a model once under it. Operators with no formula are
+listed in ``OpCounting.uncounted``.
+"""
+
+from .counter import OpCounting, count_ops
+from .counts import COUNT_FIELDS, Counts
+from .modules import ModuleRecord
+from .registry import OpCost, register_formula, register_free, registered_ops
+
+__all__ = ["OpCounting", "count_ops", "Counts", "COUNT_FIELDS", "ModuleRecord", "OpCost",
+           "register_formula", "register_free", "registered_ops"]

@@ -1,0 +1,49 @@
+"""Accumulated operation counts."""
+
+from __future__ import annotations
+
+from .registry import OpCost
+
+__all__ = ["Counts", "COUNT_FIELDS"]
+
+#: The count fields, in the order they are reported.
+COUNT_FIELDS = ("macs", "flops", "bytes_read", "bytes_written", "activations")
+
+
+class Counts:
+    """MACs, FLOPs, bytes read and written, activations and operator calls, summed.
+
+    The definitions are those of :class:`~profiling.counting.registry.OpCost`.
+    """
+
+    __slots__ = COUNT_FIELDS + ("ops",)
+
+    def __init__(self) -> None:
+        self.macs = 0
+        self.flops = 0
+        self.bytes_read = 0
+        self.bytes_written = 0
+        self.activations = 0
+        self.ops = 0
+
+    def add(self, cost: OpCost) -> None:
+        """Add one operator call whose bytes are resolved (not ``None``)."""
+        self.macs += cost.macs
+        self.flops += cost.flops
+        self.bytes_read += cost.bytes_read
+        self.bytes_written += cost.bytes_written
+        self.activations += cost.activations
+        self.ops += 1
+
+    def merge(self, other: "Counts") -> None:
+        """Add everything ``other`` holds."""
+        for field in self.__slots__:
+            setattr(self, field, getattr(self, field) + getattr(other, field))
+
+    def as_dict(self) -> dict[str, int]:
+        """The count fields (without ``ops``) as a dict, in :data:`COUNT_FIELDS` order."""
+        return {field: getattr(self, field) for field in COUNT_FIELDS}
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v}" for k, v in self.as_dict().items())
+        return f"Counts({fields}, ops={self.ops})"
