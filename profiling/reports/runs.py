@@ -21,7 +21,7 @@ import pandas as pd
 from ..errors import ProfilingError
 
 __all__ = ["RunRecord", "read_run", "find_runs", "collect_runs", "write_failure",
-           "flatten_config", "parse_overrides", "write_table", "ERROR_FILE"]
+           "flatten_config", "parse_overrides", "write_table", "forward_median", "ERROR_FILE"]
 
 #: The file a failed run leaves in its directory.
 ERROR_FILE = "error.json"
@@ -149,7 +149,8 @@ def _option_values(record: RunRecord, columns: Sequence[str]) -> dict[str, Any]:
     return {c: record.overrides[c] if c in record.overrides else flat.get(c) for c in columns}
 
 
-def _forward_median(meta: Mapping[str, Any]) -> Optional[float]:
+def forward_median(meta: Mapping[str, Any]) -> Optional[float]:
+    """The median of ``meta.json``'s timed forwards, in ms (``None`` when none was timed)."""
     times = meta.get("forward_ms") or []
     return float(pd.Series(times, dtype=float).median()) if len(times) else None
 
@@ -176,7 +177,7 @@ def collect_runs(directories: Iterable[PathLike], root: Optional[PathLike] = Non
                 "device": (record.config.get("device") or {}).get("name"),
                 "device_name": record.meta.get("device_name"),
                 "parameters": record.meta.get("parameters"),
-                "forward_ms_median": _forward_median(record.meta)}
+                "forward_ms_median": forward_median(record.meta)}
         if record.stages.empty:
             frames.append(pd.DataFrame([head]))
         else:
