@@ -21,6 +21,8 @@ class ModuleRecord:
         path: dotted path in the model, ``""`` for the model itself.
         type_name: the module's class name.
         calls: how many times it was called.
+        first_call: position of its first call among the first calls of all modules (forward
+            order), ``None`` if it was never called.
         total: counts of all its calls, inclusive of the modules it called.
         last_call: counts of its last call alone.
         input_shapes, output_shapes: shapes of the tensors in the positional arguments and in
@@ -29,13 +31,14 @@ class ModuleRecord:
             tensor of the last call (0 when there is none).
     """
 
-    __slots__ = ("path", "type_name", "calls", "total", "last_call", "input_shapes",
+    __slots__ = ("path", "type_name", "calls", "first_call", "total", "last_call", "input_shapes",
                  "output_shapes", "input_itemsize", "output_itemsize")
 
     def __init__(self, path: str, type_name: str) -> None:
         self.path = path
         self.type_name = type_name
         self.calls = 0
+        self.first_call: Optional[int] = None
         self.total = Counts()
         self.last_call = Counts()
         self.input_shapes: list[Shape] = []
@@ -68,6 +71,7 @@ class ModuleTracker:
         self._close_counts = close_counts
         self._handles: list = []
         self._stack: list[tuple[ModuleRecord, Counts]] = []
+        self._called = 0
 
     def attach(self) -> None:
         """Register the hooks (the module paths are those of ``named_modules``)."""
@@ -88,6 +92,9 @@ class ModuleTracker:
 
     def _pre_hook(self, record: ModuleRecord):
         def hook(module: nn.Module, args: tuple) -> None:
+            if record.first_call is None:
+                record.first_call = self._called
+                self._called += 1
             counts = Counts()
             self._stack.append((record, counts))
             self._open_counts(counts)

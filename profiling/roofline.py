@@ -1,0 +1,187 @@
+"""The roofline model: device ceilings, attainable FLOP/s, and where each stage sits.
+
+A device has a peak arithmetic rate per data type and a peak memory bandwidth. A piece of work
+with arithmetic intensity ``I = flops / (bytes_read + bytes_written)`` can reach at most
+``min(peak_flops, I * bandwidth)`` FLOP/s: below the ridge point ``peak_flops / bandwidth`` it
+is memory-bound, above it compute-bound. FLOPs here are this package's ``flops`` (2 per
+multiply-accumulate), the convention of the vendors' peak figures.
+
+The presets are the vendors' dense (no sparsity) peaks for the SXM/PCIe boards named, from
+their data sheets:
+
+- H100 SXM5 80 GB and H100 PCIe 80 GB: NVIDIA H100 Tensor Core GPU data sheet (2023).
+- H200 SXM 141 GB: NVIDIA H200 Tensor Core GPU data sheet (2024).
+- A100 SXM4 80 GB: NVIDIA A100 Tensor Core GPU data sheet (2021).
+- V100 SXM2: NVIDIA Tesla V100 GPU data sheet (2020).
+- L4: NVIDIA L4 Tensor Core GPU data sheet (2023).
+- RTX 4090: NVIDIA Ada Lovelace GPU architecture whitepaper v2.1, appendix table (FP16/BF16
+  tensor figures with FP32 accumulation, which is what PyTorch uses).
+
+Data types: ``float64`` is the FP64 tensor-core rate where the board has one (the CUDA-core
+rate on V100), ``float32`` the CUDA-core rate (PyTorch's default for matmuls), ``tf32``,
+``float16``, ``bfloat16``, ``float8`` and ``int8`` (operations per second) the tensor cores'.
+Measure your own machine with ``python -m zoo.calibrate``; :func:`load_ceilings` reads what it
+writes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Optional, Union
+
+import numpy as np
+import pandas as pd
+
+from .errors import ProfilingError
+
+__all__ = ["Ceilings", "PRESETS", "attainable_flops", "bound", "ceilings", "load_ceilings",
+           "save_ceilings", "add_roofline_columns"]
+
+TERA = 1e12
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """A device's peak arithmetic rates and memory bandwidth.
+
+    Attributes:
+        name: the device.
+        peak_flops_per_s: peak FLOP/s per data type name (``float32``, ``bfloat16``, ...).
+        memory_bandwidth_bytes_per_s: peak memory bandwidth.
+        source: where the figures come from.
+    """
+
+    name: str
+    peak_flops_per_s: Mapping[str, float]
+    memory_bandwidth_bytes_per_s: float
+    source: str = ""
+    aliases: tuple[str, ...] = field(default=(), compare=False)
+
+    def peak(self, dtype: str = "float32") -> float:
+        """The peak FLOP/s for ``dtype``."""
+        try:
+            return self.peak_flops_per_s[dtype]
+        except KeyError:
+            raise ProfilingError(f"no {dtype} peak for {self.name}; it has: "
+                                 f"{', '.join(self.peak_flops_per_s)}") from None
+
+    def ridge_point(self, dtype: str = "float32") -> float:
+        """The arithmetic intensity (FLOP/byte) where memory-bound turns compute-bound."""
+        return self.peak(dtype) / self.memory_bandwidth_bytes_per_s
+
+
+def _tflops(**per_dtype: float) -> dict[str, float]:
+    return {dtype: value * TERA for dtype, value in per_dtype.items()}
+
+
+PRESETS: dict[str, Ceilings] = {c.name: c for c in [
+    Ceilings("h100_sxm", _tflops(float64=67, float32=67, tf32=494.7, float16=989.4,
+                                 bfloat16=989.4, float8=1978.9, int8=1978.9),
+             3.35e12, "NVIDIA H100 data sheet, SXM5 80 GB, dense", ("h100",)),
+    Ceilings("h100_pcie", _tflops(float64=51, float32=51, tf32=378, float16=756,
+                                  bfloat16=756, float8=1513, int8=1513),
+             2.0e12, "NVIDIA H100 data sheet, PCIe 80 GB, dense"),
+    Ceilings("h200", _tflops(float64=67, float32=67, tf32=494.7, float16=989.4,
+                             bfloat16=989.4, float8=1978.9, int8=1978.9),
+             4.8e12, "NVIDIA H200 data sheet, SXM 141 GB, dense", ("h200_sxm",)),
+    Ceilings("a100", _tflops(float64=19.5, float32=19.5, tf32=156, float16=312, bfloat16=312,
+                             int8=624),
+             2.039e12, "NVIDIA A100 data sheet, SXM4 80 GB, dense", ("a100_sxm",)),
+    Ceilings("v100", _tflops(float64=7.8, float32=15.7, float16=125),
+             0.9e12, "NVIDIA V100 data sheet, SXM2", ("v100_sxm",)),
+    Ceilings("l4", _tflops(float32=30.3, tf32=60, float16=121, bfloat16=121, float8=242.5,
+                           int8=242.5),
+             0.3e12, "NVIDIA L4 data sheet, dense"),
+    Ceilings("rtx4090", _tflops(float32=82.6, tf32=82.6, float16=165.2, bfloat16=165.2,
+                                float8=330.3, int8=660.6),
+             1.008e12, "NVIDIA Ada whitepaper v2.1, FP32 accumulation, dense", ("rtx_4090",)),
+]}
+
+
+def ceilings(name: str) -> Ceilings:
+    """The preset named ``name`` (case-insensitive; ``h100`` is the SXM board)."""
+    key = name.lower().replace("-", "_").replace(" ", "_")
+    for preset in PRESETS.values():
+        if key == preset.name or key in preset.aliases:
+            return preset
+    raise ProfilingError(f"no device ceilings named '{name}'; presets: {', '.join(PRESETS)}, "
+                         f"or a YAML file written by python -m zoo.calibrate")
+
+
+def load_ceilings(name_or_path: Union[str, Path]) -> Ceilings:
+    """A preset by name, or the ceilings in a YAML file (as ``python -m zoo.calibrate`` writes)."""
+    path = Path(name_or_path)
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        return ceilings(str(name_or_path))
+    import yaml
+
+    if not path.is_file():
+        raise ProfilingError(f"ceilings file not found: {path}")
+    data = yaml.safe_load(path.read_text())
+    try:
+        return Ceilings(str(data["name"]),
+                        {k: float(v) for k, v in data["peak_flops_per_s"].items()},
+                        float(data["memory_bandwidth_bytes_per_s"]), str(data.get("source", "")))
+    except (KeyError, TypeError, AttributeError, ValueError):
+        raise ProfilingError(f"{path} is not a ceilings file: it needs name, peak_flops_per_s "
+                             f"({{dtype: FLOP/s}}) and memory_bandwidth_bytes_per_s") from None
+
+
+def save_ceilings(device: Ceilings, path: Union[str, Path]) -> Path:
+    """Write ``device`` as YAML (the format :func:`load_ceilings` reads)."""
+    import yaml
+
+    data = {"name": device.name, "source": device.source,
+            "peak_flops_per_s": {k: float(v) for k, v in device.peak_flops_per_s.items()},
+            "memory_bandwidth_bytes_per_s": float(device.memory_bandwidth_bytes_per_s)}
+    path = Path(path)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def attainable_flops(intensity, device: Ceilings, dtype: str = "float32"):
+    """The roofline: ``min(peak, intensity * bandwidth)`` FLOP/s (scalar or array)."""
+    result = np.minimum(device.peak(dtype), np.asarray(intensity, dtype=float)
+                        * device.memory_bandwidth_bytes_per_s)
+    return float(result) if np.ndim(result) == 0 else result
+
+
+def bound(intensity: float, device: Ceilings, dtype: str = "float32") -> str:
+    """``"compute"`` at or above the ridge point, ``"memory"`` below it."""
+    if intensity is None or (isinstance(intensity, float) and math.isnan(intensity)):
+        return ""
+    return "compute" if intensity >= device.ridge_point(dtype) else "memory"
+
+
+_TIME_COLUMNS = ("cuda_time_ms_median", "cpu_time_ms_median")
+
+
+def add_roofline_columns(stages: pd.DataFrame, device: Ceilings, dtype: str = "float32",
+                         time_column: Optional[str] = None) -> pd.DataFrame:
+    """Add the roofline columns to a per-stage table (in place; also returned).
+
+    Needs the columns ``flops``, ``bytes_read`` and ``bytes_written``; adds
+    ``arithmetic_intensity`` (FLOP/byte; empty for a stage that moves no bytes),
+    ``attainable_flops_per_s`` and ``bound`` (``compute`` or ``memory``). Where a time column
+    exists (``time_column``, else ``cuda_time_ms_median``, else ``cpu_time_ms_median``) it also
+    adds ``achieved_flops_per_s`` and ``roofline_fraction`` (achieved / attainable).
+    """
+    missing = [c for c in ("flops", "bytes_read", "bytes_written") if c not in stages.columns]
+    if missing:
+        raise ProfilingError(f"the roofline needs the columns {', '.join(missing)} "
+                             f"(run the op_counts collector)")
+    flops = stages["flops"].astype(float)
+    traffic = (stages["bytes_read"] + stages["bytes_written"]).astype(float)
+    intensity = flops / traffic.where(traffic > 0)
+    stages["arithmetic_intensity"] = intensity
+    stages["attainable_flops_per_s"] = attainable_flops(intensity.to_numpy(), device, dtype)
+    stages["bound"] = [bound(i, device, dtype) for i in intensity]
+    column = time_column or next((c for c in _TIME_COLUMNS if c in stages.columns), None)
+    if column is not None and column in stages.columns:
+        seconds = stages[column].astype(float) / 1e3
+        stages["achieved_flops_per_s"] = flops / seconds.where(seconds > 0)
+        stages["roofline_fraction"] = (stages["achieved_flops_per_s"]
+                                       / stages["attainable_flops_per_s"])
+    return stages
