@@ -125,7 +125,8 @@ def _channel_stats(values: Optional[Sequence[float]], official: Sequence[float],
     """The ``[1, channels, 1, 1]`` buffer for ``values``; by default the official RGB values,
     or their mean in every channel when the image does not have 3 channels."""
     if values is None:
-        values = official if channels == len(official) else [sum(official) / len(official)] * channels
+        grey = sum(official) / len(official)
+        values = official if channels == len(official) else [grey] * channels
     values = [float(v) for v in values]
     if len(values) != channels:
         raise ConfigError(f"{name} has {len(values)} values for in_channels={channels}; "
