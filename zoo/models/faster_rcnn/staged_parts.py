@@ -21,7 +21,7 @@ from torchvision.ops.feature_pyramid_network import FeaturePyramidNetwork
 
 from profiling import probe, stage
 
-__all__ = ["stage_parts"]
+__all__ = ["stage_parts", "unstage_parts"]
 
 
 class StagedBackboneWithFPN(BackboneWithFPN):
@@ -159,4 +159,14 @@ def stage_parts(model: torch.nn.Module) -> torch.nn.Module:
         staged = _STAGED.get(type(module))
         if staged is not None:
             module.__class__ = staged
+    return model
+
+
+def unstage_parts(model: torch.nn.Module) -> torch.nn.Module:
+    """Give each staged part back its torchvision class, in place (the plain model)."""
+    originals = {staged: original for original, staged in _STAGED.items()}
+    for module in model.modules():
+        original = originals.get(type(module))
+        if original is not None:
+            module.__class__ = original
     return model
