@@ -117,6 +117,9 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     inputs, notes = make_inputs(cfg, model, device)
     if device.type == "meta":
         warmup, repeats = 0, 1
+        note = model.meta_note() if hasattr(model, "meta_note") else None
+        if note:
+            notes.append(note)
     result = profile_model(model, inputs, collectors=collectors, warmup=warmup, repeats=repeats,
                            attach=model.stage_paths() if hasattr(model, "stage_paths") else {})
     files = _render(cfg, model, result, device, notes)

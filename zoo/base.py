@@ -78,6 +78,11 @@ class ZooModel(nn.Module):
         """Adapt a checkpoint's tensors to this configuration (e.g. fewer input channels)."""
         return state_dict
 
+    def meta_note(self) -> Optional[str]:
+        """What a run on the meta device assumes where the model's control flow depends on the
+        data (``None`` when nothing does)."""
+        return None
+
     def stage_paths(self) -> dict[str, str]:
         """Stages attached to submodules by path, ``{stage_name: module_path}``; none here."""
         return {}

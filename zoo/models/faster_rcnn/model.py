@@ -91,6 +91,13 @@ class StagedFasterRCNN(FasterRCNN, ZooModel):
                               f"{max(height, _MIN_SIDE)}x{max(width, _MIN_SIDE)}")
         return height, width
 
+    def meta_note(self) -> str:
+        """What the meta device assumes where the real computation depends on the data."""
+        return (f"meta device: Faster R-CNN assumes NMS keeps "
+                f"{self.rpn.post_nms_top_n()} proposals per image and "
+                f"{self.roi_heads.detections_per_img} detections, and pools every box from the "
+                f"finest FPN level; NMS and score thresholds are not run or counted")
+
     def payload_log_label(self, call: StageCall, direction: str) -> Optional[str]:
         """The seed log's label for a line of ``payload.log`` (``None`` leaves it out)."""
         if direction == "probe":

@@ -17,7 +17,9 @@ from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHe
 from torchvision.models.detection.roi_heads import RoIHeads
 from torchvision.models.detection.rpn import (RegionProposalNetwork, RPNHead,
                                               concat_box_prediction_layers)
+from torchvision.ops import roi_align
 from torchvision.ops.feature_pyramid_network import FeaturePyramidNetwork
+from torchvision.ops.poolers import _filter_input, _setup_scales
 
 from profiling import probe, stage
 
@@ -97,10 +99,21 @@ class StagedRPN(RegionProposalNetwork):
                                                                         pred_bbox_deltas)
             proposals = self.box_coder.decode(pred_bbox_deltas.detach(), anchors)
             proposals = proposals.view(len(anchors), -1, 4)
-            boxes, _ = self.filter_proposals(proposals, objectness, images.image_sizes,
-                                             num_anchors_per_level)
+            if proposals.is_meta:
+                boxes = self._assumed_proposals(proposals, objectness, num_anchors_per_level)
+            else:
+                boxes, _ = self.filter_proposals(proposals, objectness, images.image_sizes,
+                                                 num_anchors_per_level)
             s.output(boxes)
         return boxes, {}
+
+    def _assumed_proposals(self, proposals, objectness, num_anchors_per_level):
+        """On the meta device: the per-level top-k as usual, then the first
+        ``post_nms_top_n`` boxes, as if NMS kept that many (its outcome depends on the data)."""
+        objectness = objectness.reshape(proposals.shape[0], -1)
+        top_n_idx = self._get_top_n_idx(objectness, num_anchors_per_level)
+        batch_idx = torch.arange(proposals.shape[0], device=proposals.device)[:, None]
+        return [boxes[: self.post_nms_top_n()] for boxes in proposals[batch_idx, top_n_idx]]
 
 
 class StagedRoIHeads(RoIHeads):
@@ -112,17 +125,49 @@ class StagedRoIHeads(RoIHeads):
             return super().forward(features, proposals, image_shapes, targets)
         with stage("roi_heads", features, proposals) as s:
             with stage("roi_heads_box_roi_pool", features, proposals) as p:
-                box_features = p.output(self.box_roi_pool(features, proposals, image_shapes))
+                pool = self._assumed_roi_pool if proposals[0].is_meta else self.box_roi_pool
+                box_features = p.output(pool(features, proposals, image_shapes))
             with stage("roi_heads_box_head", box_features) as p:
                 box_features = p.output(self.box_head(box_features))
             with stage("roi_heads_box_predictor", box_features) as p:
                 class_logits, box_regression = p.output(self.box_predictor(box_features))
             with stage("roi_heads_postprocess_detections", class_logits, box_regression) as p:
-                boxes, scores, labels = p.output(self.postprocess_detections(
+                postprocess = (self._assumed_detections if class_logits.is_meta
+                               else self.postprocess_detections)
+                boxes, scores, labels = p.output(postprocess(
                     class_logits, box_regression, proposals, image_shapes))
             result = [{"boxes": b, "labels": l, "scores": c}
                       for b, c, l in zip(boxes, scores, labels)]
             return s.output(result), {}
+
+    def _assumed_roi_pool(self, features, proposals, image_shapes):
+        """On the meta device: every box pooled from the finest level (same output shape and
+        operation count as the real pooler, whose level assignment depends on box sizes)."""
+        pooler = self.box_roi_pool
+        levels = _filter_input(features, pooler.featmap_names)
+        if pooler.scales is None or pooler.map_levels is None:
+            pooler.scales, pooler.map_levels = _setup_scales(levels, image_shapes,
+                                                             pooler.canonical_scale,
+                                                             pooler.canonical_level)
+        rois = torch.cat([torch.cat([torch.full_like(b[:, :1], i), b], dim=1)
+                          for i, b in enumerate(proposals)])
+        return roi_align(levels[0], rois, pooler.output_size, spatial_scale=pooler.scales[0],
+                         sampling_ratio=pooler.sampling_ratio)
+
+    def _assumed_detections(self, class_logits, box_regression, proposals, image_shapes):
+        """On the meta device: decoding and softmax as usual, then the first
+        ``detections_per_img`` class-boxes, as if thresholding and NMS kept that many."""
+        pred_boxes = self.box_coder.decode(box_regression, proposals)
+        pred_scores = F.softmax(class_logits, -1)
+        sizes = [len(b) for b in proposals]
+        count, keep = class_logits.shape[-1] - 1, self.detections_per_img
+        all_boxes, all_scores, all_labels = [], [], []
+        for boxes, scores in zip(pred_boxes.split(sizes), pred_scores.split(sizes)):
+            labels = torch.arange(1, count + 1, device=scores.device).expand(len(scores), count)
+            all_boxes.append(boxes[:, 1:].reshape(-1, 4)[:keep])
+            all_scores.append(scores[:, 1:].reshape(-1)[:keep])
+            all_labels.append(labels.reshape(-1)[:keep])
+        return all_boxes, all_scores, all_labels
 
 
 class StagedTwoMLPHead(TwoMLPHead):
