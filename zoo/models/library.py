@@ -1,0 +1,210 @@
+"""Any model of torchvision or timm as a zoo model: ``model=torchvision model.arch=resnet50``.
+
+The library builds the model (randomly initialised; nothing is downloaded); the zoo then gives
+the instance the zoo's calling convention by making its class a subclass of both the
+library's class and :class:`~zoo.base.ZooModel`. The modules, the forward and the
+``state_dict`` keys stay the library's own, so the library's checkpoints load unchanged. Its
+top-level children are its stages (``stage_paths()``), attached by path when profiling.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+from torch import nn
+
+from ..base import ZooModel, sum_input_channels
+from ..checkpoints import load_checkpoint
+from ..errors import ConfigError
+from ..registry import register_model
+
+__all__ = ["torchvision_model", "timm_model", "as_zoo_model"]
+
+_CLASSES: dict[type, type] = {}
+
+
+class _LibraryModel(ZooModel):
+    """The methods a library model gets. Instance attributes hold its configuration:
+    ``in_channels``, ``default_input_size``, ``_first_conv`` (the path of the convolution that
+    takes the image) and ``_exact_size`` (the only size it takes, for fixed-size models)."""
+
+    @property
+    def stages(self):
+        """Stage names: the top-level children. A model with its own child called ``stages``
+        (timm's ConvNeXt, CSPNet, ...) keeps it: use ``tuple(model.stage_paths())`` there."""
+        own = self._modules.get("stages")
+        return own if own is not None else tuple(self.stage_paths())
+
+    def stage_paths(self) -> dict[str, str]:
+        """``{name: name}`` for every top-level child."""
+        return {name: name for name, _ in self.named_children()}
+
+    def check_input_size(self, size: Sequence[int], *, pad: bool = False) -> tuple[int, int]:
+        """Fixed-size models (ViTs built for one image size) take only that size; with
+        ``pad=True`` a smaller size is padded to it."""
+        height, width = int(size[0]), int(size[1])
+        exact = self._exact_size
+        if exact is None or (height, width) == exact:
+            return height, width
+        if pad and height <= exact[0] and width <= exact[1]:
+            return exact
+        raise ConfigError(f"{type(self).__name__} takes only {exact[0]}x{exact[1]} inputs, got "
+                          f"{height}x{width}; use input.size=[{exact[0]}, {exact[1]}] or build it "
+                          f"for another size through model.arch_options")
+
+    def adapt_state_dict(self, state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Sum or repeat the first convolution's kernels of a checkpoint made for another
+        number of input channels."""
+        key = f"{self._first_conv}.weight"
+        if key in state_dict and state_dict[key].dim() == 4:
+            state_dict = dict(state_dict)
+            state_dict[key] = sum_input_channels(state_dict[key], self.in_channels)
+        return state_dict
+
+
+def as_zoo_model(model: nn.Module, *, in_channels: int, default_input_size: Sequence[int],
+                 first_conv: str, exact_size: Optional[Sequence[int]] = None) -> ZooModel:
+    """Give the library ``model`` the zoo's calling convention, in place, and return it."""
+    base = type(model)
+    cls = _CLASSES.get(base)
+    if cls is None:
+        cls = _CLASSES[base] = type(base.__name__, (base, _LibraryModel),
+                                    {"__module__": base.__module__,
+                                     "__qualname__": base.__qualname__})
+    model.__class__ = cls
+    model.in_channels = in_channels
+    model.default_input_size = (int(default_input_size[0]), int(default_input_size[1]))
+    model._first_conv = first_conv
+    model._exact_size = tuple(int(s) for s in exact_size) if exact_size is not None else None
+    return model
+
+
+def _unknown_arch(library: str, arch: str, available: Sequence[str], listing: str) -> ConfigError:
+    close = difflib.get_close_matches(arch, available, n=5, cutoff=0.5)
+    hint = f"closest: {', '.join(close)}; " if close else ""
+    return ConfigError(f"unknown {library} arch '{arch}'; {hint}all {len(available)} are listed "
+                       f"by {listing}")
+
+
+def _first_conv_path(model: nn.Module) -> str:
+    for path, module in model.named_modules():
+        if isinstance(module, nn.Conv2d):
+            return path
+    return ""
+
+
+def _replace_first_conv(model: nn.Module, path: str, in_channels: int) -> None:
+    conv = model.get_submodule(path)
+    if conv.in_channels == in_channels:
+        return
+    new = nn.Conv2d(in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
+                    conv.dilation, conv.groups, conv.bias is not None, conv.padding_mode)
+    parent_path, _, name = path.rpartition(".")
+    setattr(model.get_submodule(parent_path), name, new)
+
+
+def _build(builder: Callable[..., nn.Module], library: str, arch: str, **kwargs: Any
+           ) -> nn.Module:
+    try:
+        return builder(**kwargs)
+    except TypeError as error:
+        raise ConfigError(f"{library} arch '{arch}' does not take these options: {error}") \
+            from None
+
+
+def _finish(model: ZooModel, checkpoint: Optional[str], allow_pickle: bool) -> ZooModel:
+    if checkpoint is not None:
+        load_checkpoint(model, checkpoint, allow_pickle=allow_pickle)
+    return model
+
+
+@register_model(name="torchvision")
+def torchvision_model(*, arch: str = "resnet50", num_classes: Optional[int] = None,
+                      in_channels: int = 3, arch_options: Optional[dict] = None,
+                      checkpoint: Optional[str] = None, checkpoint_allow_pickle: bool = False
+                      ) -> ZooModel:
+    """A torchvision model (``torchvision.models.list_models()``), randomly initialised.
+
+    Args:
+        arch: the model's name, as ``torchvision.models.get_model`` takes it.
+        num_classes: classifier outputs; None keeps the library's default (1000 for ImageNet).
+        in_channels: image channels; the first convolution is rebuilt for other than 3.
+        arch_options: more keyword arguments of the library's builder (e.g. ``image_size``).
+        checkpoint: a local file of torchvision's weights for this arch (for other channel
+            counts, the first convolution's kernels are summed or repeated).
+        checkpoint_allow_pickle: allow a trusted file that ``weights_only`` loading refuses.
+    """
+    import torchvision
+
+    available = torchvision.models.list_models()
+    if arch not in available:
+        raise _unknown_arch("torchvision", arch, available, "torchvision.models.list_models()")
+    builder = torchvision.models.get_model_builder(arch)
+    kwargs = dict(arch_options or {}, weights=None)
+    if "weights_backbone" in inspect.signature(builder).parameters:
+        kwargs["weights_backbone"] = None
+    if num_classes is not None:
+        kwargs["num_classes"] = num_classes
+    model = _build(builder, "torchvision", arch, **kwargs)
+    first_conv = _first_conv_path(model)
+    if first_conv:
+        _replace_first_conv(model, first_conv, in_channels)
+    exact = getattr(model, "image_size", None)
+    exact = (exact, exact) if isinstance(exact, int) else None
+    return _finish(as_zoo_model(model, in_channels=in_channels, first_conv=first_conv,
+                                default_input_size=exact or _torchvision_size(arch),
+                                exact_size=exact),
+                   checkpoint, checkpoint_allow_pickle)
+
+
+def _torchvision_size(arch: str) -> tuple[int, int]:
+    import torchvision
+
+    try:
+        transforms = torchvision.models.get_model_weights(arch).DEFAULT.transforms()
+    except (ValueError, AttributeError, KeyError):
+        return (224, 224)
+    crop = getattr(transforms, "crop_size", None)
+    return (int(crop[0]), int(crop[-1])) if crop else (224, 224)
+
+
+@register_model(name="timm")
+def timm_model(*, arch: str = "resnet50", num_classes: Optional[int] = None,
+               in_channels: int = 3, arch_options: Optional[dict] = None,
+               checkpoint: Optional[str] = None, checkpoint_allow_pickle: bool = False
+               ) -> ZooModel:
+    """A timm model (``timm.list_models()``), randomly initialised.
+
+    Args:
+        arch: the model's name, as ``timm.create_model`` takes it.
+        num_classes: classifier outputs; None keeps the library's default (1000).
+        in_channels: image channels (timm's ``in_chans``).
+        arch_options: more keyword arguments of ``timm.create_model`` (e.g. ``img_size``,
+            ``dynamic_img_size``).
+        checkpoint: a local file of timm's weights for this arch (for other channel counts,
+            the first convolution's kernels are summed or repeated).
+        checkpoint_allow_pickle: allow a trusted file that ``weights_only`` loading refuses.
+    """
+    import timm
+
+    if not timm.is_model(arch):
+        raise _unknown_arch("timm", arch, timm.list_models(), "timm.list_models()")
+    kwargs = dict(arch_options or {}, pretrained=False, in_chans=in_channels)
+    if num_classes is not None:
+        kwargs["num_classes"] = num_classes
+    model = _build(timm.create_model, "timm", arch, model_name=arch, **kwargs)
+    config = getattr(model, "pretrained_cfg", {}) or {}
+    patch_embed = getattr(model, "patch_embed", None)
+    exact = None
+    if getattr(patch_embed, "strict_img_size", False):
+        exact = tuple(patch_embed.img_size)
+    size = exact or tuple(config.get("input_size", (in_channels, 224, 224))[1:])
+    first_conv = config.get("first_conv") or _first_conv_path(model)
+    if isinstance(first_conv, (list, tuple)):
+        first_conv = first_conv[0]
+    return _finish(as_zoo_model(model, in_channels=in_channels, default_input_size=size,
+                                first_conv=first_conv, exact_size=exact),
+                   checkpoint, checkpoint_allow_pickle)
