@@ -20,6 +20,8 @@ from profiling.reports.summary import format_summary
 from profiling.runner import ProfileResult, profile_model
 
 from .errors import ConfigError
+from .extras import optional_outputs
+from .progress import ForwardProgress
 
 __all__ = ["ProfileRun", "run_profile", "resolve_device", "build_model"]
 
@@ -120,9 +122,14 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
         note = model.meta_note() if hasattr(model, "meta_note") else None
         if note:
             notes.append(note)
-    result = profile_model(model, inputs, collectors=collectors, warmup=warmup, repeats=repeats,
-                           attach=model.stage_paths() if hasattr(model, "stage_paths") else {})
+    attach = model.stage_paths() if hasattr(model, "stage_paths") else {}
+    with ForwardProgress(str(cfg.model.name)) as progress:
+        result = profile_model(model, inputs, collectors=collectors, warmup=warmup,
+                               repeats=repeats, attach=attach, progress=progress)
     files = _render(cfg, model, result, device, notes)
+    extra_files, extra_notes = optional_outputs(cfg, model, inputs, attach, result.stages)
+    files.update(extra_files)
+    notes += extra_notes
     paths = write_files(run_dir, files)
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
         print(format_summary(result.stages))

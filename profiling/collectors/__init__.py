@@ -18,6 +18,7 @@ COLLECTORS = {
     "cuda_memory": "cuda_memory:CudaMemory",
     "trace_ranges": "trace_ranges:TraceRanges",
     "op_counts": "op_counts:OpCounter",
+    "liveness": "liveness:Liveness",
 }
 
 

@@ -1,0 +1,208 @@
+"""Plots of a run and of a split analysis, as PNG bytes (matplotlib, no display needed).
+
+:func:`render_plots` makes the plots of one run from its stage table: ``time.png`` (per-stage
+time, CPU and CUDA), ``payload.png`` (the payload along the forward), ``memory.png`` (memory
+along the forward) and ``roofline.png`` (the stages against the device's roofline, when the
+run counted operations). :func:`plot_split_latency` draws a split analysis's latency against
+bandwidth. Figures are built with :class:`matplotlib.figure.Figure`, never with pyplot, so no
+GUI backend or global state is involved.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from ..roofline import Ceilings
+
+__all__ = ["render_plots", "plot_stage_times", "plot_payload", "plot_memory", "plot_roofline",
+           "plot_split_latency"]
+
+_TIMES = (("cpu", "cpu_time_ms"), ("cuda", "cuda_time_ms"))
+_MEMORY = (("CPU tensors", "cpu_mem_peak_mb", "cpu_mem_alloc_mb"),
+           ("CUDA allocator", "cuda_mem_peak_mb_median", "cuda_mem_alloc_mb_median"))
+
+
+def _png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def _stage_rows(stages: pd.DataFrame, max_depth: int) -> pd.DataFrame:
+    rows = stages[(stages["kind"] == "stage") & (stages["depth"] <= max_depth)]
+    return rows.sort_values("order")
+
+
+def _call_labels(rows: pd.DataFrame) -> list[str]:
+    return ["  " * int(r.depth) + str(r.stage) + (f"[{int(r.call_index)}]" if r.call_index
+                                                   else "") for r in rows.itertuples()]
+
+
+def plot_stage_times(stages: pd.DataFrame, max_depth: int = 0) -> Optional[bytes]:
+    """Horizontal bars of each stage's median time, CPU and CUDA side by side.
+
+    Stages called several times are summed over their calls; the whiskers span p10 to p90
+    for stages called once. ``None`` when the run measured no time.
+    """
+    kinds = [(kind, column) for kind, column in _TIMES if f"{column}_median" in stages]
+    if not kinds:
+        return None
+    rows = _stage_rows(stages, max_depth)
+    grouped = rows.groupby("stage", sort=False)
+    names = list(grouped.groups)
+    figure = Figure(figsize=(9, 0.6 + 0.38 * len(names) * len(kinds)))
+    axes = figure.subplots()
+    height = 0.8 / len(kinds)
+    positions = np.arange(len(names))
+    for i, (kind, column) in enumerate(kinds):
+        median = grouped[f"{column}_median"].sum()
+        single = grouped.size() == 1
+        low = (median - grouped[f"{column}_p10"].sum()).where(single, 0).clip(lower=0)
+        high = (grouped[f"{column}_p90"].sum() - median).where(single, 0).clip(lower=0)
+        axes.barh(positions + i * height, median.to_numpy(), height=height,
+                  xerr=[low.to_numpy(), high.to_numpy()], label=f"{kind.upper()} (median)",
+                  capsize=2)
+    axes.set_yticks(positions + height * (len(kinds) - 1) / 2, names)
+    axes.invert_yaxis()
+    axes.set_xlabel("time per forward (ms)")
+    axes.set_title("Time per stage (whiskers: p10-p90)")
+    axes.legend(loc="lower right")
+    axes.grid(axis="x", alpha=0.3)
+    return _png(figure)
+
+
+def plot_payload(stages: pd.DataFrame, max_depth: int = 1) -> bytes:
+    """The output payload of each stage call in forward order, with the bytes alive across
+    each top-level cut when the liveness collector ran."""
+    rows = _stage_rows(stages, max_depth)
+    figure = Figure(figsize=(max(6.0, 0.28 * len(rows) + 2), 5))
+    axes = figure.subplots()
+    x = np.arange(len(rows))
+    colors = [f"C{int(d)}" for d in rows["depth"]]
+    axes.bar(x, rows["out_bytes"].to_numpy() / 1e6, color=colors, label="stage output")
+    if "cut_bytes" in rows:
+        alive = rows["cut_bytes"].astype(float) / 1e6
+        axes.plot(x[alive.notna().to_numpy()], alive.dropna().to_numpy(), "k.-",
+                  label="alive across the cut after the stage")
+    axes.set_xticks(x, _call_labels(rows), rotation=90, fontsize=7)
+    axes.set_ylabel("MB (1e6 bytes)")
+    axes.set_title("Payload along the forward (colour: nesting depth)")
+    axes.legend()
+    axes.grid(axis="y", alpha=0.3)
+    return _png(figure)
+
+
+def plot_memory(stages: pd.DataFrame) -> Optional[bytes]:
+    """Memory along the forward, per top-level stage call: the peak above the stage's start
+    (bars) and the level the stages leave allocated, cumulated (line). ``None`` without memory
+    measurements."""
+    kinds = [k for k in _MEMORY if k[1] in stages and k[2] in stages]
+    if not kinds:
+        return None
+    rows = _stage_rows(stages, 0)
+    figure = Figure(figsize=(max(6.0, 0.5 * len(rows) + 2), 3.6 * len(kinds)))
+    panels = np.atleast_1d(figure.subplots(len(kinds), 1, squeeze=False)[:, 0])
+    x = np.arange(len(rows))
+    for axes, (label, peak, allocated) in zip(panels, kinds):
+        level = rows[allocated].astype(float).cumsum()
+        before = level - rows[allocated].astype(float)
+        axes.bar(x, (before + rows[peak].astype(float)).to_numpy(), color="C1", alpha=0.6,
+                 label="peak inside the stage")
+        axes.plot(x, level.to_numpy(), "k.-", label="allocated after the stage")
+        axes.set_ylabel("MB (1e6 bytes)")
+        axes.set_title(f"Memory along the forward: {label} (above the forward's start)")
+        axes.set_xticks(x, _call_labels(rows), rotation=60, ha="right", fontsize=8)
+        axes.legend()
+        axes.grid(axis="y", alpha=0.3)
+    figure.tight_layout()
+    return _png(figure)
+
+
+def plot_roofline(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
+                  dtype: str = "float32", max_depth: int = 1) -> Optional[bytes]:
+    """The stages on the roofline: arithmetic intensity against achieved FLOP/s.
+
+    Needs ``flops``, ``bytes_read``, ``bytes_written`` (the op_counts collector) and a time;
+    ``None`` otherwise. The roof is drawn when the device's ``ceilings`` are given.
+    """
+    time = next((f"{c}_median" for _, c in _TIMES[::-1] if f"{c}_median" in stages), None)
+    if time is None or any(c not in stages for c in ("flops", "bytes_read", "bytes_written")):
+        return None
+    rows = _stage_rows(stages, max_depth)
+    traffic = (rows["bytes_read"] + rows["bytes_written"]).astype(float)
+    intensity = rows["flops"].astype(float) / traffic.where(traffic > 0)
+    achieved = rows["flops"].astype(float) / (rows[time].astype(float) / 1e3)
+    keep = (intensity > 0) & (achieved > 0) & intensity.notna() & np.isfinite(achieved)
+    if not keep.any():
+        return None
+    figure = Figure(figsize=(8, 5.5))
+    axes = figure.subplots()
+    for depth, group in rows[keep].groupby("depth"):
+        axes.scatter(intensity[group.index], achieved[group.index], label=f"depth {depth}",
+                     s=24)
+    for index in rows[keep & (rows["depth"] == 0)].index:
+        axes.annotate(str(rows.at[index, "stage"]), (intensity[index], achieved[index]),
+                      fontsize=7, xytext=(3, 3), textcoords="offset points")
+    if ceilings is not None:
+        from ..roofline import attainable_flops
+        span = np.logspace(np.log10(intensity[keep].min() / 4),
+                           np.log10(max(intensity[keep].max() * 4,
+                                        ceilings.ridge_point(dtype) * 4)), 200)
+        axes.plot(span, attainable_flops(span, ceilings, dtype), "k-",
+                  label=f"roofline {ceilings.name} ({dtype})")
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("arithmetic intensity (FLOP / byte read or written)")
+    axes.set_ylabel(f"achieved FLOP/s ({time.split('_')[0].upper()} time)")
+    axes.set_title("Roofline of the stages")
+    axes.legend(fontsize=8)
+    axes.grid(which="both", alpha=0.3)
+    return _png(figure)
+
+
+def plot_split_latency(latency: pd.DataFrame, encodings: Optional[Sequence[str]] = None
+                       ) -> bytes:
+    """End-to-end latency of every cut against bandwidth, one panel per encoding; the dashed
+    line is the best cut's latency (a table of :func:`profiling.split.split_latency`)."""
+    encodings = list(encodings or latency["encoding"].unique())
+    figure = Figure(figsize=(6.5 * len(encodings), 5))
+    panels = figure.subplots(1, len(encodings), squeeze=False)[0]
+    for axes, encoding in zip(panels, encodings):
+        table = latency[latency["encoding"] == encoding]
+        for i, (cut, group) in enumerate(table.groupby("cut", sort=False)):
+            axes.plot(group["bandwidth_mbit"], group["latency_ms"], marker=".",
+                      label=cut, color=f"C{i % 10}", linestyle="-" if i < 10 else ":")
+        best = table.groupby("bandwidth_mbit")["latency_ms"].min()
+        axes.plot(best.index, best.to_numpy(), "k--", linewidth=2, label="best cut")
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlabel("bandwidth (Mbit/s)")
+        axes.set_ylabel("end-to-end latency (ms)")
+        axes.set_title(f"Split latency, {encoding} payload")
+        axes.grid(which="both", alpha=0.3)
+    panels[-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    return _png(figure)
+
+
+def render_plots(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None
+                 ) -> tuple[dict[str, bytes], list[str]]:
+    """The plots of one run as ``{"plots/NAME.png": bytes}``, and notes on those left out."""
+    plots, notes = {}, []
+    made = {"time": plot_stage_times(stages), "payload": plot_payload(stages),
+            "memory": plot_memory(stages), "roofline": plot_roofline(stages, ceilings)}
+    reasons = {"time": "the run measured no time",
+               "memory": "the run measured no memory",
+               "roofline": "the roofline needs op counts (collectors=[...,op_counts]) and a "
+                           "time on one device"}
+    for name, png in made.items():
+        if png is None:
+            notes.append(f"no {name} plot: {reasons[name]}")
+        else:
+            plots[f"plots/{name}.png"] = png
+    return plots, notes

@@ -1,0 +1,65 @@
+"""``python -m zoo.plot DIR [--ceilings NAME|FILE]``: PNG plots of a run or a split analysis.
+
+For a run directory: ``plots/time.png``, ``plots/payload.png``, ``plots/memory.png`` and, when
+the run counted operations, ``plots/roofline.png`` (the roof drawn for ``--ceilings``: a
+preset of :data:`profiling.roofline.PRESETS` or a file from ``python -m zoo.calibrate``). For a
+``python -m zoo.split`` folder (it has ``latency.csv``): ``split_latency.png``. The same plots
+come with ``plots=true`` in a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pandas as pd
+
+from profiling.errors import ProfilingError
+from profiling.reports.files import write_files
+from profiling.reports.plots import plot_split_latency, render_plots
+from profiling.reports.runs import read_run
+
+from .cli import fail
+
+__all__ = ["main", "plot_directory"]
+
+
+def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[list[Path],
+                                                                                list[str]]:
+    """Write the plots of a run or split directory into it; return the paths and notes."""
+    if (directory / "latency.csv").is_file():
+        latency = pd.read_csv(directory / "latency.csv")
+        return write_files(directory, {"split_latency.png": plot_split_latency(latency)}), []
+    record = read_run(directory)
+    if record.status != "ok":
+        raise ProfilingError(f"{directory} is a failed run ({record.error}); nothing to plot")
+    device = None
+    if ceilings:
+        from profiling.roofline import load_ceilings
+        device = load_ceilings(ceilings)
+    plots, notes = render_plots(record.stages, device)
+    return write_files(directory, plots), notes
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    """Entry point of ``python -m zoo.plot``."""
+    parser = argparse.ArgumentParser(prog="python -m zoo.plot",
+                                     description="PNG plots of a run or a split analysis.")
+    parser.add_argument("directory", type=Path, help="a run directory or a zoo.split folder")
+    parser.add_argument("--ceilings", default=None,
+                        help="device ceilings for the roofline: a preset (h100, a100, ...) "
+                             "or a YAML file from python -m zoo.calibrate")
+    args = parser.parse_args(argv)
+    try:
+        paths, notes = plot_directory(args.directory, args.ceilings)
+    except ProfilingError as error:
+        fail(str(error))
+    for note in notes:
+        print(f"note: {note}")
+    for path in paths:
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
