@@ -162,6 +162,12 @@ def test_roi_align():
     assert counting.by_op["torchvision.roi_align"].flops == outputs * (4 * (7 + 1) + 1)
 
 
+def test_sorting_and_selection_count_comparisons():
+    assert counted(torch.sort, torch.randn(4, 8)).total.flops == 32 * 3  # log2(8) each
+    assert counted(torch.topk, torch.randn(10), 4).total.flops == 10 * 2
+    assert counted(torch.sort, torch.arange(8)).total.flops == 0
+
+
 def test_integer_arithmetic_is_no_floating_point_work():
     counting = counted(torch.add, torch.arange(10), torch.arange(10))
     assert counting.total.flops == 0

@@ -8,6 +8,9 @@ Conventions (FLOPs; none of these operators has MACs):
   Operators on integer or boolean tensors only do no floating-point work and count 0.
 - reductions: one FLOP per input element (``sum``, ``amax``, ``argmax``, ``cumsum``);
   ``mean`` adds one per output (the division), ``var``/``std`` count 3 per input element.
+- sorting and selection: ``n * ceil(log2 m)`` comparisons for ``n`` elements sorted in slices
+  of ``m`` (``sort``, ``unique``), ``n * ceil(log2 k)`` for ``topk``, and ``ceil(log2 m)`` per
+  value for a binary search (``searchsorted``, ``bucketize``); integers count 0.
 - softmax and log-softmax: 5 per element (max, subtract, exp, sum, divide).
 - normalisation: computing mean and variance costs 4 per element, normalising with them 2
   (subtract, multiply by the inverse deviation), the affine transform 1 per element for each
@@ -113,6 +116,17 @@ def _sort(args, kwargs, out):
     if x.dim() == 0 or not is_float(x):
         return OpCost()
     return OpCost(flops=_comparisons(x.numel(), x.shape[_dim_argument(args, kwargs, 1)]))
+
+
+@register_formula([aten._unique2, aten.unique_dim])
+def _unique(args, kwargs, out):
+    x = args[0]  # sorting the input dominates
+    return OpCost(flops=_comparisons(x.numel(), x.numel()) if is_float(x) else 0)
+
+
+@register_formula(aten.unique_consecutive)
+def _unique_consecutive(args, kwargs, out):
+    return OpCost(flops=args[0].numel() if is_float(args[0]) else 0)
 
 
 @register_formula(aten.topk)
