@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import requires_cuda
 from torch import nn
 
 from profiling import Session, stage
 from profiling.collectors.op_counts import OpCounter
-from profiling.counting import OpCounting, count_ops, registered_ops
+from profiling.counting import OpCounting, count_ops, register_formula, registered_ops
 
 F32 = 4  # bytes per float32 element
 
@@ -200,6 +201,27 @@ def test_coverage_names_an_operator_without_formula():
     assert counting.by_op["stagezoo_test.mystery"].bytes_read == 2 * 12 * F32
 
 
+@torch.library.custom_op("stagezoo_test::broken", mutates_args=())
+def _broken(x: torch.Tensor) -> torch.Tensor:
+    return x.clone()
+
+
+@_broken.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+@register_formula(torch.ops.stagezoo_test.broken)
+def _broken_formula(args, kwargs, out):
+    raise IndexError("a formula that does not expect these arguments")
+
+
+def test_a_failing_formula_is_listed_and_the_forward_goes_on():
+    counting = counted(lambda t: _broken(t) * 2, torch.randn(5))
+    assert counting.uncounted == {"stagezoo_test.broken (IndexError in its formula)": 1}
+    assert counting.total.flops == 5
+
+
 class _Toy(nn.Module):
     """Convolution, norm, attention over positions, interpolation and grid sampling."""
 
@@ -230,6 +252,17 @@ def test_meta_and_real_runs_count_the_same():
     assert {k: v.as_dict() for k, v in real.by_op.items()} == \
         {k: v.as_dict() for k, v in meta.by_op.items()}
     assert not real.uncounted and not meta.uncounted
+
+
+@requires_cuda
+def test_cuda_runs_count_like_meta():
+    model = _Toy().eval()
+    image = torch.randn(2, 3, 6, 6)
+    with torch.no_grad():
+        cuda = count_ops(model.to("cuda"), image.to("cuda"))
+        meta = count_ops(model.to("meta"), image.to("meta"))
+    assert cuda.total.as_dict() == meta.total.as_dict()
+    assert not cuda.uncounted
 
 
 def test_counts_scale_exactly_with_the_image_area():

@@ -93,14 +93,21 @@ class OpCounting:
         return False
 
     def record(self, target: Any, args: tuple, kwargs: dict, out: Any) -> None:
-        """Price one call of ``target`` and add it everywhere it belongs."""
+        """Price one call of ``target`` and add it everywhere it belongs.
+
+        A formula that fails on unexpected arguments does not break the forward: the call is
+        listed in :attr:`uncounted` under the operator's name and the error's type.
+        """
         name = op_name(target)
         formula = formula_for(target)
+        cost = OpCost()
         if formula is None:
             self.uncounted[name] += 1
-            cost = OpCost()
         else:
-            cost = formula(args, kwargs, out)
+            try:
+                cost = formula(args, kwargs, out)
+            except Exception as error:  # noqa: BLE001  (counting must never break a forward)
+                self.uncounted[f"{name} ({type(error).__name__} in its formula)"] += 1
         cost = _resolve_bytes(cost, args, kwargs, out)
         self.total.add(cost)
         per_op = self.by_op.get(name)
