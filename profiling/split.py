@@ -49,6 +49,7 @@ def analyse_cuts(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[st
     with torch.inference_mode(), attach_stages(model, attach or {}), Session([liveness]) as session:
         with session.forward():
             output = model(**inputs) if isinstance(inputs, Mapping) else model(*inputs)
+            liveness.set_outputs(output)  # kept alive until the cut after the forward is taken
     del output
     return liveness.cuts
 

@@ -27,6 +27,7 @@ import torch
 from omegaconf import OmegaConf
 
 from profiling.errors import ProfilingError
+from profiling.reports.compare import config_differences
 from profiling.reports.files import write_files
 from profiling.reports.runs import RunRecord, read_run
 from profiling.split import analyse_cuts, best_cuts, cut_table, split_latency
@@ -36,7 +37,7 @@ from .cli import check_overrides, compose_config, fail
 
 __all__ = ["main", "split_config"]
 
-_SAME = ("model", "input", "run.seed")
+_SAME = ("model.", "input.", "run.seed")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,11 +61,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _select(config: Any, key: str) -> Any:
-    value = OmegaConf.select(OmegaConf.create(config), key)
-    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
-
-
 def split_config(device: Optional[RunRecord], server: Optional[RunRecord],
                  overrides: Sequence[str]):
     """The config of the analysis: the runs' (which must agree), or composed from overrides."""
@@ -76,11 +72,12 @@ def split_config(device: Optional[RunRecord], server: Optional[RunRecord],
         raise ProfilingError("give either run directories or overrides, not both: the model "
                              "and input come from the runs")
     if len(runs) == 2:
-        for key in _SAME:
-            first, second = _select(device.config, key), _select(server.config, key)
-            if first != second:
-                raise ProfilingError(f"the device and server runs differ in {key} ({first} vs "
-                                     f"{second}); profile the same model and input on both")
+        differences = {k: v for k, v in config_differences(device.config, server.config).items()
+                       if k.startswith(_SAME)}
+        if differences:
+            key, (first, second) = next(iter(differences.items()))
+            raise ProfilingError(f"the device and server runs differ in {key} ({first} vs "
+                                 f"{second}); profile the same model and input on both")
     if runs:
         return OmegaConf.create(runs[0].config)
     problem = check_overrides(list(overrides))

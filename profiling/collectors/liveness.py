@@ -106,6 +106,23 @@ def encoded_bytes(nbytes: int, dtype: torch.dtype, itemsize: int) -> int:
     return nbytes // dtype.itemsize * itemsize
 
 
+def _tensors(value: Any, depth: int = 0):
+    """Every tensor in ``value``: pytree containers, and objects' attributes (``ImageList``)."""
+    if isinstance(value, torch.Tensor):
+        yield value
+        return
+    if depth > 32 or isinstance(value, (str, bytes, torch.nn.Module)):
+        return
+    leaves = tree_flatten(value)[0]
+    if len(leaves) == 1 and leaves[0] is value:
+        attributes = getattr(value, "__dict__", None)
+        for item in (attributes.values() if isinstance(attributes, dict) else ()):
+            yield from _tensors(item, depth + 1)
+        return
+    for leaf in leaves:
+        yield from _tensors(leaf, depth + 1)
+
+
 class _Storage:
     """What the collector knows of one storage."""
 
@@ -166,8 +183,11 @@ class Liveness(Collector):
     a tensor and its views count once.
 
     What it cannot see: values that are not tensors (Python numbers such as image sizes),
-    parameters and buffers (both sides of a split hold the weights), and tensors the model
-    keeps between forwards (they count as outputs). The inputs are counted only when given.
+    parameters and buffers (both sides of a split hold the weights). The inputs are counted
+    only when given. The outputs are the tensors passed to :meth:`set_outputs` before the
+    forward ends (:func:`profiling.split.analyse_cuts` does it); without that call they are
+    the storages still alive after the forward, which also takes in any tensor the model keeps
+    between forwards (such as cached anchors).
 
     Args:
         inputs: the forward's arguments (any nesting); their tensors are the model's inputs.
@@ -194,6 +214,7 @@ class Liveness(Collector):
         self._current = ""
         self._written: dict[Any, tuple[int, ...]] = {}
         self._cache: dict[int, tuple[int, int]] = {}
+        self._outputs: Optional[set[int]] = None
         self._mode: Optional[_Tracker] = None
 
     def written_arguments(self, func: Any) -> tuple[int, ...]:
@@ -205,6 +226,11 @@ class Liveness(Collector):
                               if a.alias_info is not None and a.alias_info.is_write)
             self._written[func] = positions
         return positions
+
+    def set_outputs(self, value: Any) -> None:
+        """Name the forward's outputs (any nesting); call it inside the forward's block."""
+        records = (self.live.get(id(t.untyped_storage())) for t in _tensors(value))
+        self._outputs = {id(r) for r in records if r is not None and r.produced > 0}
 
     def track(self, tensor: torch.Tensor, produced: int) -> None:
         """Start following the storage of ``tensor``, made by operator ``produced``."""
@@ -223,7 +249,7 @@ class Liveness(Collector):
 
     def start_forward(self, session) -> None:
         self.live, self._records, self._boundaries, self.cuts = {}, [], [], []
-        self.clock, self._current, self._cache = 0, "", {}
+        self.clock, self._current, self._cache, self._outputs = 0, "", {}, None
         for tensor in tree_flatten(self.inputs)[0]:
             if isinstance(tensor, torch.Tensor) and id(tensor.untyped_storage()) not in self.live:
                 self.track(tensor, 0)
@@ -264,11 +290,16 @@ class Liveness(Collector):
         cut = Cut(name, None if call is None else call.name,
                   None if call is None else call.call_index, position)
         for record in self._records:
-            used_after = record.last_use > position or (record.alive and record.produced > 0)
+            used_after = record.last_use > position or self._is_output(record)
             if record.produced <= position and used_after:
                 cut.tensors.append(CutTensor(record.shape, record.dtype, record.nbytes,
                                              record.producer, sizes.get(id(record))))
         return cut
+
+    def _is_output(self, record: _Storage) -> bool:
+        if self._outputs is not None:
+            return id(record) in self._outputs
+        return record.alive and record.produced > 0
 
     def _snapshot(self) -> dict[int, int]:
         """The compressed size of every storage alive now, by record (cached per version)."""

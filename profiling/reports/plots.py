@@ -171,8 +171,10 @@ def plot_split_latency(latency: pd.DataFrame, encodings: Optional[Sequence[str]]
     """End-to-end latency of every cut against bandwidth, one panel per encoding; the dashed
     line is the best cut's latency (a table of :func:`profiling.split.split_latency`)."""
     encodings = list(encodings or latency["encoding"].unique())
-    figure = Figure(figsize=(6.5 * len(encodings), 5))
-    panels = figure.subplots(1, len(encodings), squeeze=False)[0]
+    columns = min(2, len(encodings))
+    rows = -(-len(encodings) // columns)
+    figure = Figure(figsize=(6.5 * columns + 2, 4.5 * rows))
+    panels = figure.subplots(rows, columns, squeeze=False).ravel()
     for axes, encoding in zip(panels, encodings):
         table = latency[latency["encoding"] == encoding]
         for i, (cut, group) in enumerate(table.groupby("cut", sort=False)):
@@ -186,7 +188,10 @@ def plot_split_latency(latency: pd.DataFrame, encodings: Optional[Sequence[str]]
         axes.set_ylabel("end-to-end latency (ms)")
         axes.set_title(f"Split latency, {encoding} payload")
         axes.grid(which="both", alpha=0.3)
-    panels[-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    for unused in panels[len(encodings):]:
+        unused.set_visible(False)
+    panels[columns - 1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    figure.tight_layout()
     return _png(figure)
 
 
