@@ -1,0 +1,77 @@
+"""Plots: every PNG written and not empty; those without data left out with a note."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+
+from matplotlib.image import imread  # noqa: E402
+
+from profiling.reports.plots import plot_split_latency, render_plots  # noqa: E402
+from profiling.roofline import ceilings  # noqa: E402
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _stages(with_counts: bool) -> pd.DataFrame:
+    table = pd.DataFrame({
+        "stage": ["backbone", "conv", "head"], "kind": "stage", "depth": [0, 1, 0],
+        "call_index": 0, "order": [0, 1, 2], "out_bytes": [4_000_000, 4_000_000, 1000],
+        "cpu_time_ms_median": [8.0, 6.0, 1.0], "cpu_time_ms_p10": [7.0, 5.0, 0.9],
+        "cpu_time_ms_p90": [9.0, 7.0, 1.2], "cpu_mem_peak_mb": [12.0, 8.0, 0.5],
+        "cpu_mem_alloc_mb": [4.0, 4.0, 0.001]})
+    if with_counts:
+        table["flops"] = [2e9, 1.8e9, 1e6]
+        table["bytes_read"] = [3e7, 2e7, 5e6]
+        table["bytes_written"] = [4e6, 4e6, 1e3]
+    return table
+
+
+def _is_drawn(png: bytes) -> bool:
+    pixels = imread(io.BytesIO(png), format="png")
+    return png.startswith(PNG) and pixels.shape[0] > 100 and pixels.std() > 0.01
+
+
+def test_run_plots_with_roofline():
+    plots, notes = render_plots(_stages(with_counts=True), ceilings("h100"))
+    assert sorted(plots) == ["plots/memory.png", "plots/payload.png", "plots/roofline.png",
+                             "plots/time.png"]
+    assert all(_is_drawn(png) for png in plots.values())
+    assert notes == []
+
+
+def test_roofline_left_out_without_counts():
+    plots, notes = render_plots(_stages(with_counts=False))
+    assert "plots/roofline.png" not in plots and "plots/time.png" in plots
+    assert notes == ["no roofline plot: the roofline needs op counts "
+                     "(collectors=[...,op_counts]) and a time on one device"]
+
+
+def test_split_latency_plot():
+    latency = pd.DataFrame({"cut": ["input", "input", "head", "head"], "encoding": "raw",
+                            "bandwidth_mbit": [1.0, 100.0, 1.0, 100.0],
+                            "latency_ms": [900.0, 30.0, 50.0, 45.0]})
+    assert _is_drawn(plot_split_latency(latency))
+
+
+@pytest.mark.slow
+def test_plots_true_in_a_run(tmp_path):
+    from zoo.app import run_profile
+    from zoo.cli import compose_config
+    from zoo.plot import main
+
+    cfg = compose_config(["model=torchvision", "model.arch=resnet18", "input.size=[32,32]",
+                          "run.warmup=0", "run.repeats=1", "plots=true"])
+    run = run_profile(cfg, tmp_path, print_summary=False)
+    names = {p.relative_to(tmp_path).as_posix() for p in run.files}
+    assert {"plots/time.png", "plots/payload.png", "plots/memory.png"} <= names
+    assert all(_is_drawn((tmp_path / n).read_bytes()) for n in names if n.endswith(".png"))
+    for name in names:
+        if name.endswith(".png"):
+            (tmp_path / name).unlink()
+    main([str(tmp_path)])
+    assert _is_drawn((tmp_path / "plots" / "time.png").read_bytes())
