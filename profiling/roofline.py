@@ -36,7 +36,8 @@ import pandas as pd
 
 from .errors import ProfilingError
 
-__all__ = ["Ceilings", "PRESETS", "attainable_flops", "bound", "ceilings", "load_ceilings",
+__all__ = ["Ceilings", "PRESETS", "attainable_flops", "bound", "ceilings", "ceilings_for_device",
+           "load_ceilings",
            "save_ceilings", "add_roofline_columns"]
 
 TERA = 1e12
@@ -108,6 +109,16 @@ def ceilings(name: str) -> Ceilings:
             return preset
     raise ProfilingError(f"no device ceilings named '{name}'; presets: {', '.join(PRESETS)}, "
                          f"or a YAML file written by python -m zoo.calibrate")
+
+
+def ceilings_for_device(device_name: str) -> Optional[Ceilings]:
+    """The preset whose name appears in a device name such as ``NVIDIA H100 80GB HBM3``."""
+    text = device_name.lower().replace(" ", "").replace("-", "").replace("_", "")
+    for preset in sorted(PRESETS.values(), key=lambda c: -len(c.name)):
+        names = (preset.name,) + tuple(preset.aliases)
+        if any(n.replace("_", "") in text for n in names):
+            return preset
+    return None
 
 
 def load_ceilings(name_or_path: Union[str, Path]) -> Ceilings:

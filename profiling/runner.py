@@ -98,6 +98,9 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
     if int(warmup) < 0:
         raise ProfilingError(f"run.warmup must be 0 or more, got {warmup}")
     record_payload, instrumenting, timing = _split(collectors)
+    for collector in instrumenting:
+        if getattr(collector, "model", False) is None and isinstance(model, torch.nn.Module):
+            collector.model = model  # per-module records need the model (the op counter)
     device_type = _device_type(model, inputs)
     reference: Optional[Session] = None
     output = None

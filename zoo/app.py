@@ -14,6 +14,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from profiling.errors import ProfilingError
 from profiling.reports.files import write_files
+from profiling.reports.layers_table import layers_table, render_layers_text
+from profiling.reports.modules_table import modules_table, render_modules_text
+from profiling.roofline import Ceilings, add_roofline_columns, ceilings_for_device, load_ceilings
 from profiling.reports.metadata import host_name, run_metadata
 from profiling.reports.payload_log import format_payload_log
 from profiling.reports.summary import format_summary
@@ -135,6 +138,10 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
         print(format_summary(result.stages))
         for note in notes:
             print(f"note: {note}")
+        counter = result.collectors.get("op_counts")
+        if counter is not None and counter.coverage:
+            print(f"note: no FLOP formula for {len(counter.coverage)} operator(s), listed in "
+                  f"meta.json under uncounted_ops: {', '.join(sorted(counter.coverage))}")
         print(f"run directory: {Path(run_dir).resolve()}")
     return ProfileRun(result, Path(run_dir), paths, notes)
 
@@ -147,13 +154,41 @@ def _job_overrides() -> list[str]:
 def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
             device: torch.device, notes: Sequence[str]) -> dict[str, Any]:
     label = getattr(model, "payload_log_label", None)
+    files: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    counter = result.collectors.get("op_counts")
+    if counter is not None:
+        files.update(_count_tables(model, counter))
+        extra["uncounted_ops"] = counter.coverage
+        extra["totals"] = counter.total.as_dict()
+        ceilings = _ceilings(cfg, device)
+        if ceilings is not None:
+            add_roofline_columns(result.stages, ceilings, str(cfg.roofline.dtype))
+            extra["roofline"] = {"ceilings": ceilings.name, "dtype": str(cfg.roofline.dtype)}
     metadata = run_metadata(OmegaConf.to_container(cfg, resolve=True), str(device),
                             notes=list(notes), forward_ms=result.forward_ms,
                             parameters=sum(p.numel() for p in model.parameters()),
-                            overrides=_job_overrides())
-    return {
+                            overrides=_job_overrides(), **extra)
+    files.update({
         "stages.csv": result.stages,
         "payload.log": format_payload_log(result.events, result.stages, host=host_name(),
                                           device=device.type, label=label),
         "meta.json": json.dumps(metadata, indent=2, default=str) + "\n",
-    }
+    })
+    return files
+
+
+def _count_tables(model: torch.nn.Module, counter: Any) -> dict[str, Any]:
+    layers = layers_table(model, counter.modules)
+    modules = modules_table(model, counter.modules)
+    return {"layers.csv": layers, "layers.txt": render_layers_text(layers),
+            "modules.csv": modules, "modules.txt": render_modules_text(model, modules)}
+
+
+def _ceilings(cfg: DictConfig, device: torch.device) -> Optional[Ceilings]:
+    chosen = cfg.get("roofline", {}).get("ceilings")
+    if chosen:
+        return load_ceilings(str(chosen))
+    if device.type == "cuda":
+        return ceilings_for_device(torch.cuda.get_device_name(device))
+    return None
