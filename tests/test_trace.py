@@ -10,7 +10,7 @@ import torch
 
 from profiling import stage
 from profiling.trace import trace_forward
-from tests.conftest import requires_cuda
+from conftest import requires_cuda
 
 
 class Staged(torch.nn.Module):

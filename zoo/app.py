@@ -130,7 +130,8 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
         result = profile_model(model, inputs, collectors=collectors, warmup=warmup,
                                repeats=repeats, attach=attach, progress=progress)
     files = _render(cfg, model, result, device, notes)
-    extra_files, extra_notes = optional_outputs(cfg, model, inputs, attach, result.stages)
+    extra_files, extra_notes = optional_outputs(cfg, model, inputs, attach, result.stages,
+                                                _ceilings(cfg, device))
     files.update(extra_files)
     notes += extra_notes
     paths = write_files(run_dir, files)

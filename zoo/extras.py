@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 import pandas as pd
 import torch
 from omegaconf import DictConfig
 
+from profiling.roofline import Ceilings
+
 __all__ = ["optional_outputs"]
 
 
 def optional_outputs(cfg: DictConfig, model: torch.nn.Module, inputs: Any,
-                     attach: Mapping[str, str], stages: pd.DataFrame
-                     ) -> tuple[dict[str, Any], list[str]]:
+                     attach: Mapping[str, str], stages: pd.DataFrame,
+                     ceilings: Optional[Ceilings] = None) -> tuple[dict[str, Any], list[str]]:
     """``{file_name: content}`` of the optional outputs the config asks for, and notes.
 
-    ``plots=true``: ``plots/*.png`` (:func:`profiling.reports.plots.render_plots`).
+    ``plots=true``: ``plots/*.png`` (:func:`profiling.reports.plots.render_plots`), the roof
+    drawn for ``ceilings``.
     ``trace=true``: ``trace.json.gz``, one traced forward after the timed ones
     (:func:`profiling.trace.trace_forward`).
     """
@@ -28,7 +31,8 @@ def optional_outputs(cfg: DictConfig, model: torch.nn.Module, inputs: Any,
         except ImportError:
             notes.append("no plots: matplotlib is not installed (pip install stagezoo[plots])")
         else:
-            plots, plot_notes = render_plots(stages)
+            plots, plot_notes = render_plots(stages, ceilings,
+                                              str(cfg.get("roofline", {}).get("dtype", "float32")))
             files.update(plots)
             notes += plot_notes
     if cfg.get("trace", False):

@@ -2,7 +2,8 @@
 
 For a run directory: ``plots/time.png``, ``plots/payload.png``, ``plots/memory.png`` and, when
 the run counted operations, ``plots/roofline.png`` (the roof drawn for ``--ceilings``: a
-preset of :data:`profiling.roofline.PRESETS` or a file from ``python -m zoo.calibrate``). For a
+preset of :data:`profiling.roofline.PRESETS` or a file from ``python -m zoo.calibrate``;
+by default the ceilings the run recorded in ``meta.json``). For a
 ``python -m zoo.split`` folder (it has ``latency.csv``): ``split_latency.png``. The same plots
 come with ``plots=true`` in a run.
 """
@@ -25,6 +26,19 @@ from .cli import fail
 __all__ = ["main", "plot_directory"]
 
 
+def _ceilings(name: Optional[str], explicit: bool):
+    """The ceilings named on the command line, else those the run recorded (if loadable)."""
+    if not name:
+        return None
+    from profiling.roofline import load_ceilings
+    try:
+        return load_ceilings(name)
+    except ProfilingError:
+        if explicit:
+            raise
+        return None
+
+
 def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[list[Path],
                                                                                 list[str]]:
     """Write the plots of a run or split directory into it; return the paths and notes."""
@@ -34,11 +48,10 @@ def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[lis
     record = read_run(directory)
     if record.status != "ok":
         raise ProfilingError(f"{directory} is a failed run ({record.error}); nothing to plot")
-    device = None
-    if ceilings:
-        from profiling.roofline import load_ceilings
-        device = load_ceilings(ceilings)
-    plots, notes = render_plots(record.stages, device)
+    roofline = record.meta.get("roofline") or {}
+    plots, notes = render_plots(record.stages, _ceilings(ceilings or roofline.get("ceilings"),
+                                                         explicit=bool(ceilings)),
+                                str(roofline.get("dtype") or "float32"))
     return write_files(directory, plots), notes
 
 

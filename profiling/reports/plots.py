@@ -195,12 +195,15 @@ def plot_split_latency(latency: pd.DataFrame, encodings: Optional[Sequence[str]]
     return _png(figure)
 
 
-def render_plots(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None
-                 ) -> tuple[dict[str, bytes], list[str]]:
-    """The plots of one run as ``{"plots/NAME.png": bytes}``, and notes on those left out."""
+def render_plots(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
+                 dtype: str = "float32") -> tuple[dict[str, bytes], list[str]]:
+    """The plots of one run as ``{"plots/NAME.png": bytes}``, and notes on those left out.
+
+    The roofline's roof is drawn for ``ceilings`` (and ``dtype``) when given.
+    """
     plots, notes = {}, []
     made = {"time": plot_stage_times(stages), "payload": plot_payload(stages),
-            "memory": plot_memory(stages), "roofline": plot_roofline(stages, ceilings)}
+            "memory": plot_memory(stages), "roofline": plot_roofline(stages, ceilings, dtype)}
     reasons = {"time": "the run measured no time",
                "memory": "the run measured no memory",
                "roofline": "the roofline needs op counts (collectors=[...,op_counts]) and a "
