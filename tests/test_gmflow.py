@@ -40,7 +40,7 @@ def _assert_close_flows(name: str, ours: list, theirs: list) -> None:
         assert error.mean().item() < mean_error, error.mean().item()
 
 
-@pytest.mark.parametrize("impl", ["sdpa", "math"])
+@pytest.mark.parametrize("impl", ["sdpa", pytest.param("math", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", ["gmflow", "gmflow_refine"])
 def test_matches_official_outputs(golden, name, impl):
     model, data = _load_golden(golden, name, attention_impl=impl)

@@ -40,11 +40,15 @@ def global_correlation_softmax(feature0: torch.Tensor, feature1: torch.Tensor, *
     return correspondence.transpose(1, 2).view(b, 2, h, w) - init_grid
 
 
-def local_correlation_softmax(feature0: torch.Tensor, feature1: torch.Tensor, radius: int, *,
-                              impl: str = "sdpa") -> torch.Tensor:
+def local_correlation_softmax(feature0: torch.Tensor, feature1: torch.Tensor, radius: int
+                              ) -> torch.Tensor:
     """Flow ``[B, 2, H, W]`` from matching each pixel of ``feature0`` against the
     ``(2R+1)²`` pixels of ``feature1`` around the same position; positions outside the image
-    take no part in the softmax."""
+    take no part in the softmax.
+
+    One query against a few dozen keys per pixel: plain math, which a fused kernel does not
+    beat (its per-query overhead makes it slower on the CPU).
+    """
     b, c, h, w = feature0.shape
     init_grid = coords_grid(b, h, w, device=feature0.device, dtype=feature0.dtype)
     positions = init_grid.flatten(2).transpose(1, 2)  # [B, H*W, 2]
@@ -57,5 +61,5 @@ def local_correlation_softmax(feature0: torch.Tensor, feature1: torch.Tensor, ra
     query = feature0.flatten(2).transpose(1, 2)[:, :, None, :]  # [B, H*W, 1, C]
     key = window_features.permute(0, 2, 3, 1)  # [B, H*W, (2R+1)^2, C]
     correspondence = attend(query, key, candidates, mask=inside[:, :, None, :],
-                            scale=1.0 / math.sqrt(c), impl=impl)  # [B, H*W, 1, 2]
+                            scale=1.0 / math.sqrt(c), impl="math")  # [B, H*W, 1, 2]
     return correspondence.squeeze(2).transpose(1, 2).reshape(b, 2, h, w) - init_grid

@@ -315,8 +315,7 @@ class GMFlow(ZooModel):
                 flow_pred = global_correlation_softmax(feature0, feature1,
                                                        pred_bidir_flow=bidir, impl=impl)
             else:
-                flow_pred = local_correlation_softmax(feature0, feature1, corr_radius,
-                                                      impl=impl)
+                flow_pred = local_correlation_softmax(feature0, feature1, corr_radius)
             s.output(flow_pred)
         return feature0, feature1, flow_pred if flow is None else flow + flow_pred
 

@@ -55,8 +55,9 @@ class FeatureFlowAttention(nn.Module):
             windows = F.unfold(x, size, padding=radius).view(b, x.shape[1], size * size, h * w)
             return windows.permute(0, 3, 2, 1)
 
+        # one query per pixel against (2R+1)² keys: plain math (see local_correlation_softmax)
         out = attend(query, neighbourhoods(key_map), neighbourhoods(flow),
-                     scale=1.0 / math.sqrt(c), impl=self.attention_impl)  # [B, H*W, 1, 2]
+                     scale=1.0 / math.sqrt(c), impl="math")  # [B, H*W, 1, 2]
         return out.squeeze(2).transpose(1, 2).reshape(b, 2, h, w)
 
 

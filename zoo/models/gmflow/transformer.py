@@ -104,6 +104,8 @@ class FeatureTransformer(nn.Module):
         super().__init__()
         self.attention_type = attention_type
         self.d_model = d_model
+        # The fused path excludes masked pairs exactly; the math path keeps the official -100.
+        self.mask_fill = float("-inf") if attention_impl == "sdpa" else -100.0
         self.layers = nn.ModuleList(
             TransformerBlock(d_model=d_model, num_heads=num_heads, attention_type=attention_type,
                              ffn_dim_expansion=ffn_dim_expansion,
@@ -120,7 +122,8 @@ class FeatureTransformer(nn.Module):
         b, c, h, w = feature0.shape
         shift_mask = None
         if self.attention_type == "swin" and attn_num_splits > 1:
-            shift_mask = shifted_window_mask(h, w, attn_num_splits, device=feature0.device)
+            shift_mask = shifted_window_mask(h, w, attn_num_splits, device=feature0.device,
+                                             fill=self.mask_fill)
         tokens0 = feature0.flatten(2).transpose(1, 2)  # [B, H*W, C]
         tokens1 = feature1.flatten(2).transpose(1, 2)
         source = torch.cat((tokens0, tokens1))

@@ -51,12 +51,15 @@ def _region_ids(length: int, window: int, shift: int, device: torch.device) -> t
 
 
 def shifted_window_mask(height: int, width: int, num_splits: int,
-                        device: torch.device | str = "cpu") -> torch.Tensor:
+                        device: torch.device | str = "cpu", *, fill: float = -100.0
+                        ) -> torch.Tensor:
     """The additive attention mask of shifted windows, ``[K*K, L, L]`` with ``L = H/K * W/K``.
 
     After the feature map is rolled by half a window, a window can hold tokens from regions
-    that are not neighbours in the image; pairs from different regions get ``-100`` (Swin's
-    and GMFlow's value, so the softmax gives them a weight of about ``e^-100``), others 0.
+    that are not neighbours in the image; pairs from different regions get ``fill``, others 0.
+    Swin and GMFlow use -100, which leaves those pairs a softmax weight of about ``e^-100``:
+    float32 denormals, which CPUs compute very slowly. ``-inf`` excludes them exactly (every
+    token shares a region with itself, so no row is fully masked).
     """
     window_h, window_w = height // num_splits, width // num_splits
     rows = _region_ids(height, window_h, window_h // 2, device)
@@ -64,4 +67,4 @@ def shifted_window_mask(height: int, width: int, num_splits: int,
     regions = (rows[:, None] * 3 + cols[None, :]).to(torch.float32)
     windows = split_windows(regions[None, :, :, None], num_splits)[0, :, :, 0]  # [K*K, L]
     different = windows[:, None, :] != windows[:, :, None]
-    return torch.zeros(different.shape, device=device).masked_fill(different, -100.0)
+    return torch.zeros(different.shape, device=device).masked_fill(different, fill)
