@@ -31,7 +31,9 @@ def test_cli_writes_the_contract_files(tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"run directory: {run_dir}" in done.stdout
     assert "backbonefpn_body" in done.stdout
-    assert {p.name for p in run_dir.iterdir()} >= {"stages.csv", "payload.log", "meta.json"}
+    assert {p.name for p in run_dir.iterdir()} == {"stages.csv", "payload.log", "meta.json",
+                                                   "layers.csv", "layers.txt", "modules.csv",
+                                                   "modules.txt"}
     stages = pd.read_csv(run_dir / "stages.csv")
     body = stages[stages.stage == "backbonefpn_body"].iloc[0]
     # 64x64 stays 64x64: body levels at strides 4..32 with 256..2048 channels
@@ -49,7 +51,14 @@ def test_cli_writes_the_contract_files(tmp_path):
 def test_run_profile_from_python(tmp_path):
     cfg = compose_config(FAST + ["run.repeats=1", "summary=false"])
     run = run_profile(cfg, tmp_path)
-    assert sorted(p.name for p in run.files) == ["meta.json", "payload.log", "stages.csv"]
+    assert sorted(p.name for p in run.files) == [
+        "layers.csv", "layers.txt", "meta.json", "modules.csv", "modules.txt", "payload.log",
+        "stages.csv"]
+    stages = run.result.stages
+    body = stages[stages.stage == "backbonefpn_body"].iloc[0]
+    layer_totals = pd.read_csv(tmp_path / "layers.csv")
+    assert body.macs > 0 and body.flops >= 2 * body.macs
+    assert "MAdd" in layer_totals.columns
     assert run.result.stages.stage.iloc[0] == "get_original_images_sizes"
 
 
