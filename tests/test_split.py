@@ -89,6 +89,20 @@ def test_views_count_once():
     assert list(table["raw_bytes"]) == [16, 16, 8, 8]
 
 
+def test_only_the_part_of_a_storage_read_after_the_cut_is_sent():
+    class Batched(torch.nn.Module):
+        def forward(self, x):
+            with stage("both", x) as s:
+                pair = s.output(torch.cat([x, x + 1]))              # (2, 4) f32: 32 B
+            with stage("first", pair) as s:
+                out = s.output(pair[0] * 2)                         # reads 16 B of the 32
+            return out
+
+    table = cut_table(analyse_cuts(Batched(), (X,), codec="zlib"), "zlib")
+    assert list(table["raw_bytes"]) == [16, 16, 16, 16]
+    assert table.loc[1, "compressed_bytes"] == round(_zlib(torch.cat([X, X + 1])) / 2)
+
+
 def test_runner_puts_the_cut_bytes_on_the_top_level_stages():
     result = profile_model(Toy(), (X,), collectors=["payload", Liveness(inputs=(X,))],
                            warmup=0, repeats=1)

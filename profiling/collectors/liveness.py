@@ -42,10 +42,12 @@ class CutTensor:
 
     Attributes:
         shape, dtype: of the tensor that created the storage.
-        nbytes: the storage's bytes.
+        nbytes: the bytes of the storage read after the cut: all of it, unless only views of
+            a part of it are read (one image of a batched tensor).
         producer: the top-level stage during which it was made (``"input"`` for the inputs,
             ``""`` between stages).
-        compressed: its bytes after the codec at the time of the cut, or ``None``.
+        compressed: its bytes after the codec at the time of the cut (the whole storage's,
+            scaled by the part read), or ``None``.
     """
 
     shape: tuple[int, ...]
@@ -123,16 +125,38 @@ def _tensors(value: Any, depth: int = 0):
         yield from _tensors(leaf, depth + 1)
 
 
+def _byte_span(tensor: torch.Tensor) -> tuple[int, int]:
+    """The bytes of its storage a tensor (a view) can reach: ``(first, end)``."""
+    if tensor.numel() == 0:
+        return 0, 0
+    itemsize = tensor.element_size()
+    first = tensor.storage_offset() * itemsize
+    reach = sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+    return first, first + (reach + 1) * itemsize
+
+
+def _union(spans: list[tuple[int, int]]) -> int:
+    """Bytes covered by ``[first, end)`` spans."""
+    total, reached = 0, 0
+    for first, end in sorted(spans):
+        first = max(first, reached)
+        if end > first:
+            total += end - first
+            reached = end
+    return total
+
+
 class _Storage:
     """What the collector knows of one storage."""
 
     __slots__ = ("shape", "dtype", "nbytes", "produced", "last_use", "version", "producer",
-                 "ref", "alive", "__weakref__")
+                 "ref", "alive", "uses", "__weakref__")
 
     def __init__(self, tensor: torch.Tensor, produced: int, producer: str) -> None:
         self.shape, self.dtype = tuple(tensor.shape), tensor.dtype
         self.nbytes = tensor.untyped_storage().nbytes()
         self.produced, self.last_use, self.version = produced, produced, 0
+        self.uses: list[tuple[int, int, int]] = []  # (operator, first byte, end byte) read
         self.producer = producer
         self.ref: Optional[weakref.ref] = None
         self.alive = True
@@ -152,25 +176,27 @@ class _Tracker(TorchDispatchMode):
         if owner.paused:
             return out
         owner.clock += 1
-        used = set()
-        for tensor in tree_flatten((args, kwargs))[0]:
-            if isinstance(tensor, torch.Tensor):
-                key = id(tensor.untyped_storage())
-                used.add(key)
-                record = owner.live.get(key)
+        inputs = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        outputs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        used = {id(t.untyped_storage()) for t in inputs}
+        made = [t for t in outputs if id(t.untyped_storage()) not in used]
+        # A view reads no data: the view's later uses say which bytes are needed. Ops that
+        # may alias (reshape) are views only when they did not copy.
+        if not (getattr(func, "is_view", False) and not made):
+            for tensor in inputs:
+                record = owner.live.get(id(tensor.untyped_storage()))
                 if record is not None:
                     record.last_use = owner.clock
+                    record.uses.append((owner.clock, *_byte_span(tensor)))
         for index in owner.written_arguments(func):
             target = args[index] if index < len(args) else None
             if isinstance(target, torch.Tensor):
                 record = owner.live.get(id(target.untyped_storage()))
                 if record is not None:
                     record.version += 1
-        for tensor in tree_flatten(out)[0]:
-            if isinstance(tensor, torch.Tensor):
-                key = id(tensor.untyped_storage())
-                if key not in used and key not in owner.live:
-                    owner.track(tensor, owner.clock)
+        for tensor in made:
+            if id(tensor.untyped_storage()) not in owner.live:
+                owner.track(tensor, owner.clock)
         return out
 
 
@@ -180,7 +206,7 @@ class Liveness(Collector):
     After each forward, :attr:`cuts` lists the cut before the first operator (``input``),
     after each top-level stage call, and after the forward (``output``); the top-level stage
     calls get the metrics of the cut that follows them. Storages are tracked, not tensors, so
-    a tensor and its views count once.
+    a tensor and its views count once, with the bytes its views read after the cut.
 
     What it cannot see: values that are not tensors (Python numbers such as image sizes),
     parameters and buffers (both sides of a split hold the weights). The inputs are counted
@@ -214,7 +240,7 @@ class Liveness(Collector):
         self._current = ""
         self._written: dict[Any, tuple[int, ...]] = {}
         self._cache: dict[int, tuple[int, int]] = {}
-        self._outputs: Optional[set[int]] = None
+        self._outputs: Optional[dict[int, list[tuple[int, int]]]] = None
         self._mode: Optional[_Tracker] = None
 
     def written_arguments(self, func: Any) -> tuple[int, ...]:
@@ -229,8 +255,11 @@ class Liveness(Collector):
 
     def set_outputs(self, value: Any) -> None:
         """Name the forward's outputs (any nesting); call it inside the forward's block."""
-        records = (self.live.get(id(t.untyped_storage())) for t in _tensors(value))
-        self._outputs = {id(r) for r in records if r is not None and r.produced > 0}
+        self._outputs = {}
+        for tensor in _tensors(value):
+            record = self.live.get(id(tensor.untyped_storage()))
+            if record is not None and record.produced > 0:
+                self._outputs.setdefault(id(record), []).append(_byte_span(tensor))
 
     def track(self, tensor: torch.Tensor, produced: int) -> None:
         """Start following the storage of ``tensor``, made by operator ``produced``."""
@@ -292,9 +321,22 @@ class Liveness(Collector):
         for record in self._records:
             used_after = record.last_use > position or self._is_output(record)
             if record.produced <= position and used_after:
-                cut.tensors.append(CutTensor(record.shape, record.dtype, record.nbytes,
-                                             record.producer, sizes.get(id(record))))
+                needed = self._needed_bytes(record, position)
+                compressed = sizes.get(id(record))
+                if compressed is not None and needed < record.nbytes:
+                    compressed = round(compressed * needed / record.nbytes)
+                cut.tensors.append(CutTensor(record.shape, record.dtype, needed,
+                                             record.producer, compressed))
         return cut
+
+    def _needed_bytes(self, record: _Storage, position: int) -> int:
+        """The bytes of the storage read after ``position`` (and those of the outputs)."""
+        spans = [(first, end) for time, first, end in record.uses if time > position]
+        if self._outputs is not None:
+            spans += self._outputs.get(id(record), [])
+        elif self._is_output(record):
+            return record.nbytes
+        return min(record.nbytes, _union(spans))
 
     def _is_output(self, record: _Storage) -> bool:
         if self._outputs is not None:
