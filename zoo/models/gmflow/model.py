@@ -136,6 +136,7 @@ class GMFlow(ZooModel):
         self.upsample_factor = upsample_factor
         self.feature_channels = feature_channels
         self.attention_type = attention_type
+        self.attention_impl = attention_impl
 
         self.backbone = CNNEncoder(feature_channels, num_scales, in_channels=in_channels,
                                    first_kernel_size=first_kernel_size,
@@ -309,11 +310,10 @@ class GMFlow(ZooModel):
             feature0, feature1 = s.output(add_position(feature0, feature1, attn_splits))
         with stage("transformer", feature0, feature1) as s:
             feature0, feature1 = s.output(self.transformer(feature0, feature1, attn_splits))
-        impl = self.feature_flow_attn.attention_impl
         with stage(_correlation_stage(corr_radius), feature0, feature1) as s:
             if corr_radius == -1:
-                flow_pred = global_correlation_softmax(feature0, feature1,
-                                                       pred_bidir_flow=bidir, impl=impl)
+                flow_pred = global_correlation_softmax(feature0, feature1, pred_bidir_flow=bidir,
+                                                       impl=self.attention_impl)
             else:
                 flow_pred = local_correlation_softmax(feature0, feature1, corr_radius)
             s.output(flow_pred)
