@@ -235,6 +235,8 @@ def test_padded_input_runs_and_replicates_edges():
     (dict(feature_channels=126), "multiple of 4"),
     (dict(first_kernel_size=4), "odd size"),
     (dict(attn_splits_list=[2, 2]), "attn_splits_list has 2 entries; it needs one per scale"),
+    (dict(attn_splits_list=[0]), r"attn_splits_list=\[0\] is not supported; accepted: integers"),
+    (dict(corr_radius_list=[0]), "accepted: -1 .global. or a radius >= 1"),
 ])
 def test_bad_options(options, message):
     with pytest.raises(ConfigError, match=message):

@@ -75,6 +75,10 @@ def _int_list(values: Sequence[int], name: str, num_scales: int) -> tuple[int, .
     if len(values) != num_scales:
         raise ConfigError(f"{name} has {len(values)} entries; it needs one per scale "
                           f"(num_scales={num_scales})")
+    minimum = 1 if name == "attn_splits_list" else -1
+    if any(v < minimum or v == 0 for v in values):
+        accepted = "integers >= 1" if minimum == 1 else "-1 (global) or a radius >= 1"
+        raise ConfigError(f"{name}={list(values)} is not supported; accepted: {accepted}")
     return values
 
 
@@ -321,5 +325,5 @@ class GMFlow(ZooModel):
 
 
 def _bilinear_upsample(flow: torch.Tensor, factor: int) -> torch.Tensor:
-    """The training-time bilinear upsampling of intermediate flows (values scale too)."""
+    """Bilinear upsampling of a flow by ``factor``; its values scale too."""
     return F.interpolate(flow, scale_factor=factor, mode="bilinear", align_corners=True) * factor
