@@ -42,8 +42,14 @@ def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *,
         scale: the score scale, ``1/sqrt(E)`` when ``None``.
         impl: ``"sdpa"`` (fused kernel, see :data:`FUSED_MIN_KEYS_CPU`) or ``"math"``
             (explicit, as the official code).
+
+    Under an instrumenting dispatch mode (the profiler's operation counter or memory tracker,
+    never active in a timed pass) the explicit path runs whatever ``impl`` says, so counts and
+    tensor memory are those of the official algorithm, the same on every device, and not those
+    of the fused kernel's padded values.
     """
-    if impl == "sdpa" and (query.device.type != "cpu" or key.shape[-2] >= FUSED_MIN_KEYS_CPU):
+    if (impl == "sdpa" and _get_current_dispatch_mode() is None
+            and (query.device.type != "cpu" or key.shape[-2] >= FUSED_MIN_KEYS_CPU)):
         return _fused_attention(query, key, value, mask, scale)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = torch.matmul(query, key.transpose(-2, -1)) * scale
@@ -59,11 +65,9 @@ def _fused_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
     take: 4-D tensors, and values as wide as the queries. GMFlow's matching and propagation
     attend to 2-channel values (pixel positions, flow); those are zero-padded to the query
     width and the padding dropped after, which on the CPU turns a fallback slower than plain
-    math into the flash kernel (5x faster for 7168 tokens). Under an instrumenting dispatch mode
-    (the profiler's operation counter or memory tracker, never in a timed pass) the values stay
-    unpadded, so the counts are those of the official algorithm, not of the padding."""
+    math into the flash kernel (5x faster for 7168 tokens)."""
     width = value.shape[-1]
-    if width < query.shape[-1] and _get_current_dispatch_mode() is None:
+    if width < query.shape[-1]:
         value = F.pad(value, (0, query.shape[-1] - width))
     if query.dim() == 3:
         out = F.scaled_dot_product_attention(
