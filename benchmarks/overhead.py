@@ -23,7 +23,7 @@ import time
 import torch
 
 import zoo
-from profiling import Session
+from profiling import Session, stage
 from profiling.collectors import make_collectors
 from profiling.reports.metadata import device_description
 from zoo.models.faster_rcnn.staged_parts import unstage_parts
@@ -47,6 +47,24 @@ def _forward_ms(model, inputs, device, session=None) -> float:
 def _timed_forward_ms(model, inputs, device, collectors) -> float:
     with Session(collectors) as session:
         return _forward_ms(model, inputs, device, session)
+
+
+def _marker_cost_ns(collectors, calls: int = 100_000) -> float:
+    """Nanoseconds per ``with stage(...)`` block, with the given collectors (None: inactive)."""
+    def loop():
+        start = time.perf_counter_ns()
+        for _ in range(calls):
+            with stage("s"):
+                pass
+        return (time.perf_counter_ns() - start) / calls
+    if collectors is None:
+        return min(loop() for _ in range(3))
+    with Session(collectors) as session:
+        best = float("inf")
+        for _ in range(3):
+            with session.forward():
+                best = min(best, loop())
+    return best
 
 
 def main() -> None:
@@ -89,6 +107,13 @@ def main() -> None:
         print(f"{case:>9}: median {statistics.median(times[case]):9.2f} ms")
     print(f"inactive / plain = {ratio['inactive']:.4f}  (target <= 1.005)")
     print(f"   timed / plain = {ratio['timed']:.4f}  (target <= 1.03)")
+    markers = len(staged.stages) + 12  # declared stages, the per-level repeats and probes
+    inactive_ns, timed_ns = _marker_cost_ns(None), _marker_cost_ns(make_collectors(timers))
+    forward_ns = statistics.median(times["plain"]) * 1e6
+    print(f"marker cost: inactive {inactive_ns:.0f} ns, timed {timed_ns:.0f} ns per stage; "
+          f"{markers} markers per forward bound the overhead at "
+          f"{1 + markers * inactive_ns / forward_ns:.6f} (inactive) and "
+          f"{1 + markers * timed_ns / forward_ns:.6f} (timed)")
 
 
 if __name__ == "__main__":
