@@ -16,7 +16,7 @@ from .errors import ProfilingError
 from .session import Session
 from .stages import StageCall
 
-__all__ = ["ProfileResult", "profile_model"]
+__all__ = ["ProfileResult", "profile_model", "check_run_options"]
 
 #: Outer collectors first: the timers sit innermost so they measure the least of the others.
 _NESTING_ORDER = ("cpu_memory", "op_counts", "cuda_memory", "trace_ranges", "cuda_time",
@@ -70,6 +70,14 @@ def _synchronize(device_type: str) -> None:
         torch.cuda.synchronize()
 
 
+def check_run_options(warmup: int, repeats: int) -> None:
+    """Raise :class:`ProfilingError` unless ``warmup >= 0`` and ``repeats >= 1``."""
+    if int(repeats) < 1:
+        raise ProfilingError(f"run.repeats must be at least 1, got {repeats}")
+    if int(warmup) < 0:
+        raise ProfilingError(f"run.warmup must be 0 or more, got {warmup}")
+
+
 def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[str, Any]], *,
                   collectors: Sequence[Union[str, Collector]] = ("payload", "cpu_time"),
                   warmup: int = 1, repeats: int = 5,
@@ -93,10 +101,7 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
         attach: extra stages attached to submodules by path.
         progress: called as ``progress(phase, done, total)`` after each forward.
     """
-    if int(repeats) < 1:
-        raise ProfilingError(f"run.repeats must be at least 1, got {repeats}")
-    if int(warmup) < 0:
-        raise ProfilingError(f"run.warmup must be 0 or more, got {warmup}")
+    check_run_options(warmup, repeats)
     record_payload, instrumenting, timing = _split(collectors)
     for collector in instrumenting:
         if getattr(collector, "model", False) is None and isinstance(model, torch.nn.Module):

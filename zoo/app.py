@@ -15,12 +15,12 @@ from omegaconf import DictConfig, OmegaConf
 from profiling.errors import ProfilingError
 from profiling.reports.files import write_files
 from profiling.reports.layers_table import layers_table, render_layers_text
-from profiling.reports.modules_table import modules_table, render_modules_text
-from profiling.roofline import Ceilings, add_roofline_columns, ceilings_for_device, load_ceilings
 from profiling.reports.metadata import host_name, run_metadata
+from profiling.reports.modules_table import modules_table, render_modules_text
 from profiling.reports.payload_log import format_payload_log
 from profiling.reports.summary import format_summary
-from profiling.runner import ProfileResult, profile_model
+from profiling.roofline import Ceilings, add_roofline_columns, ceilings_for_device, load_ceilings
+from profiling.runner import ProfileResult, check_run_options, profile_model
 
 from .errors import ConfigError
 from .extras import optional_outputs
@@ -113,10 +113,7 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     """
     device = resolve_device(cfg.device)
     repeats, warmup = int(cfg.run.repeats), int(cfg.run.warmup)
-    if repeats < 1:
-        raise ConfigError(f"run.repeats must be at least 1, got {repeats}")
-    if warmup < 0:
-        raise ConfigError(f"run.warmup must be 0 or more, got {warmup}")
+    check_run_options(warmup, repeats)  # before the model is built: fail fast
     collectors = _collectors(cfg)
     model = build_model(cfg.model, int(cfg.run.seed)).eval().to(device)
     inputs, notes = make_inputs(cfg, model, device)
@@ -129,11 +126,12 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     with ForwardProgress(str(cfg.model.name)) as progress:
         result = profile_model(model, inputs, collectors=collectors, warmup=warmup,
                                repeats=repeats, attach=attach, progress=progress)
-    files = _render(cfg, model, result, device, notes)
-    extra_files, extra_notes = optional_outputs(cfg, model, inputs, attach, result.stages,
-                                                _ceilings(cfg, device))
-    files.update(extra_files)
+    ceilings = _ceilings(cfg, device)
+    if ceilings is not None and "op_counts" in result.collectors:
+        add_roofline_columns(result.stages, ceilings, str(cfg.roofline.dtype))
+    files, extra_notes = optional_outputs(cfg, model, inputs, attach, result.stages, ceilings)
     notes += extra_notes
+    files.update(_render(cfg, model, result, device, notes, ceilings))
     paths = write_files(run_dir, files)
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
         print(format_summary(result.stages))
@@ -153,7 +151,8 @@ def _job_overrides() -> list[str]:
 
 
 def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
-            device: torch.device, notes: Sequence[str]) -> dict[str, Any]:
+            device: torch.device, notes: Sequence[str], ceilings: Optional[Ceilings]
+            ) -> dict[str, Any]:
     label = getattr(model, "payload_log_label", None)
     files: dict[str, Any] = {}
     extra: dict[str, Any] = {}
@@ -162,9 +161,7 @@ def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
         files.update(_count_tables(model, counter))
         extra["uncounted_ops"] = counter.coverage
         extra["totals"] = counter.total.as_dict()
-        ceilings = _ceilings(cfg, device)
         if ceilings is not None:
-            add_roofline_columns(result.stages, ceilings, str(cfg.roofline.dtype))
             extra["roofline"] = {"ceilings": ceilings.name, "dtype": str(cfg.roofline.dtype)}
     metadata = run_metadata(OmegaConf.to_container(cfg, resolve=True), str(device),
                             notes=list(notes), forward_ms=result.forward_ms,
