@@ -103,9 +103,8 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
     """
     check_run_options(warmup, repeats)
     record_payload, instrumenting, timing = _split(collectors)
-    for collector in instrumenting:
-        if getattr(collector, "model", False) is None and isinstance(model, torch.nn.Module):
-            collector.model = model  # per-module records need the model (the op counter)
+    for collector in instrumenting + timing:
+        collector.bind(model, inputs)
     device_type = _device_type(model, inputs)
     reference: Optional[Session] = None
     output = None

@@ -103,9 +103,11 @@ def test_only_the_part_of_a_storage_read_after_the_cut_is_sent():
     assert table.loc[1, "compressed_bytes"] == round(_zlib(torch.cat([X, X + 1])) / 2)
 
 
-def test_runner_puts_the_cut_bytes_on_the_top_level_stages():
-    result = profile_model(Toy(), (X,), collectors=["payload", Liveness(inputs=(X,))],
-                           warmup=0, repeats=1)
+@pytest.mark.parametrize("liveness", ["liveness", Liveness(inputs=(X,))],
+                         ids=["by-name", "given-inputs"])
+def test_runner_puts_the_cut_bytes_on_the_top_level_stages(liveness):
+    # by name, the runner binds the forward's inputs to the collector itself
+    result = profile_model(Toy(), (X,), collectors=["payload", liveness], warmup=0, repeats=1)
     rows = result.stages.set_index("stage")
     assert rows.loc[["double", "widen", "index", "combine"], "cut_bytes"].tolist() == [32, 48,
                                                                                        56, 16]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -29,6 +29,10 @@ class Collector:
     name: str = "collector"
     instrumenting: bool = False
     metrics: tuple[str, ...] = ()
+
+    def bind(self, model: Any, inputs: Any) -> None:
+        """Called once by the runner with the model and its inputs, before any forward; a
+        collector that needs them (per-module records, the inputs' liveness) keeps them."""
 
     def start_forward(self, session: "Session") -> None:
         """Called before a forward pass begins."""

@@ -276,6 +276,11 @@ class Liveness(Collector):
         if self.live.get(key) is record:
             del self.live[key]
 
+    def bind(self, model, inputs) -> None:
+        """Count the forward's ``inputs`` as the model's inputs unless others were given."""
+        if self.inputs is None:
+            self.inputs = inputs
+
     def start_forward(self, session) -> None:
         self.live, self._records, self._boundaries, self.cuts = {}, [], [], []
         self.clock, self._current, self._cache, self._outputs = 0, "", {}, None

@@ -45,6 +45,11 @@ class OpCounter(Collector):
         self._last: Optional[OpCounting] = None
         self._open: list[tuple["StageCall", Counts]] = []
 
+    def bind(self, model, inputs) -> None:
+        """Keep per-module records of ``model`` unless another model was given."""
+        if self.model is None and isinstance(model, nn.Module):
+            self.model = model
+
     def start_forward(self, session: "Session") -> None:
         self._open = []
         self._counting = OpCounting(self.model).__enter__()
