@@ -35,7 +35,8 @@ class ProfileResult:
         forward_ms: host wall time of each timed forward (after a CUDA synchronize), in ms.
         stages: one row per stage call with every metric aggregated (see
             :func:`~profiling.aggregate.aggregate_stages`).
-        output: what the model returned in the reference forward.
+        output: what the model returned in its first forward outside the analysis pass (no
+            operator is intercepted there, so it is exactly what the plain model returns).
         collectors: the collector objects used, by name (e.g. the op counter's coverage).
     """
 
@@ -112,7 +113,7 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
         if record_payload or instrumenting:
             with Session(instrumenting, record_payload=record_payload) as reference:
                 with reference.forward():
-                    output = _call(model, inputs)
+                    _call(model, inputs)
             if progress:
                 progress("analysis", 1, 1)
         forward_ms: list[float] = []

@@ -29,3 +29,17 @@ def test_meta_and_real_counts_are_identical():
     real, meta = _stage_counts("cpu"), _stage_counts("meta")
     for column in ("macs", "flops", "bytes_read", "bytes_written"):
         assert list(real[column].fillna(-1)) == list(meta[column].fillna(-1)), column
+
+
+def test_profiled_output_is_the_plain_output_bit_for_bit(monkeypatch):
+    # with the fused CPU path on, the instrumenting pass runs the explicit path: the returned
+    # output must still come from an uninstrumented forward
+    monkeypatch.setattr("zoo.models.gmflow.attention.FUSED_MIN_KEYS_CPU", 0)
+    torch.manual_seed(0)
+    model = zoo.create_model("gmflow").eval()
+    inputs = model.example_inputs(1, (64, 96), generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        plain = model(*inputs)["flow_preds"][-1]
+    result = profile_model(model, inputs, collectors=["payload", "cpu_memory", "op_counts",
+                                                      "cpu_time"], warmup=0, repeats=1)
+    assert torch.equal(result.output["flow_preds"][-1], plain)
