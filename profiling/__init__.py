@@ -9,7 +9,7 @@ from .attach import attach_stages
 from .errors import ProfilingError
 from .payload import walk_payload
 from .session import Session
-from .stages import StageCall, active_session, is_profiling, probe, stage
+from .stages import StageCall, active_session, is_counting, is_profiling, probe, stage
 
 __all__ = ["stage", "probe", "Session", "StageCall", "attach_stages", "walk_payload",
-           "active_session", "is_profiling", "ProfilingError"]
+           "active_session", "is_profiling", "is_counting", "ProfilingError"]

@@ -1,4 +1,4 @@
-"""Run a model under profiling: an analysis pass, warm-up, timed repeats, aggregation."""
+"""Run a model under profiling: untimed measurement passes, warm-up, timed repeats."""
 
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ from .errors import ProfilingError
 from .session import Session
 from .stages import StageCall
 
-__all__ = ["ProfileResult", "profile_model", "check_run_options"]
+__all__ = ["ProfileResult", "profile_model", "check_run_options", "call_model", "PASS_ORDER"]
+
+#: The untimed passes, in the order they run; the timed forwards come last.
+PASS_ORDER = ("analysis", "liveness", "counting")
 
 #: Outer collectors first: the timers sit innermost so they measure the least of the others.
-_NESTING_ORDER = ("cpu_memory", "op_counts", "cuda_memory", "trace_ranges", "cuda_time",
-                  "cpu_time")
+_NESTING_ORDER = ("cpu_memory", "cuda_memory", "trace_ranges", "cuda_time", "cpu_time")
 
 
 @dataclass
@@ -28,15 +30,15 @@ class ProfileResult:
     """What one profiling run measured.
 
     Attributes:
-        calls: the stage calls of the reference forward (the analysis pass when there is one,
-            else the first timed forward), with payload and the instrumenting metrics.
+        calls: the stage calls of the reference forward (the first untimed pass, else the first
+            timed forward), with payload and the metrics of every untimed pass merged in.
         events: ``(kind, call)`` in the order they happened in that forward (for logs).
         timed: the stage calls of each timed forward.
         forward_ms: host wall time of each timed forward (after a CUDA synchronize), in ms.
         stages: one row per stage call with every metric aggregated (see
             :func:`~profiling.aggregate.aggregate_stages`).
-        output: what the model returned in its first forward outside the analysis pass (no
-            operator is intercepted there, so it is exactly what the plain model returns).
+        output: what the model returned in its first timed forward, else in the analysis pass:
+            forwards whose operators are not counted, so exactly what the plain model returns.
         collectors: the collector objects used, by name (e.g. the op counter's coverage).
     """
 
@@ -49,18 +51,23 @@ class ProfileResult:
     collectors: dict[str, Collector] = field(default_factory=dict)
 
 
-def _split(collectors: Sequence[Union[str, Collector]]) -> tuple[bool, list[Collector],
-                                                                  list[Collector]]:
+def _passes(collectors: Sequence[Union[str, Collector]]
+            ) -> tuple[list[tuple[str, list[Collector]]], list[Collector]]:
+    """The untimed passes ``[(pass_name, collectors)]`` in order, and the timed collectors."""
     names = [c for c in collectors if isinstance(c, str)]
     objects = make_collectors(names) + [c for c in collectors if not isinstance(c, str)]
     order = {name: i for i, name in enumerate(_NESTING_ORDER)}
     objects.sort(key=lambda c: order.get(c.name, -1))
-    instrumenting = [c for c in objects if c.instrumenting]
-    timing = [c for c in objects if not c.instrumenting]
-    return "payload" in names, instrumenting, timing
+    groups: dict[str, list[Collector]] = {"analysis": []} if "payload" in names else {}
+    for collector in objects:
+        groups.setdefault(collector.pass_name, []).append(collector)
+    timing = groups.pop("timed", [])
+    ranked = sorted(groups, key=lambda n: PASS_ORDER.index(n) if n in PASS_ORDER else len(PASS_ORDER))
+    return [(name, groups[name]) for name in ranked], timing
 
 
-def _call(model: Callable, inputs: Union[Sequence[Any], Mapping[str, Any]]) -> Any:
+def call_model(model: Callable, inputs: Union[Sequence[Any], Mapping[str, Any]]) -> Any:
+    """``model(*inputs)``, or ``model(**inputs)`` for a mapping."""
     if isinstance(inputs, Mapping):
         return model(**inputs)
     return model(*inputs)
@@ -69,6 +76,14 @@ def _call(model: Callable, inputs: Union[Sequence[Any], Mapping[str, Any]]) -> A
 def _synchronize(device_type: str) -> None:
     if device_type == "cuda":
         torch.cuda.synchronize()
+
+
+def _merge_metrics(reference: Sequence[StageCall], other: Sequence[StageCall]) -> None:
+    by_key = {call.key: call for call in reference}
+    for call in other:
+        target = by_key.get(call.key)
+        if target is not None:
+            target.metrics.update(call.metrics)
 
 
 def check_run_options(warmup: int, repeats: int) -> None:
@@ -86,11 +101,14 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
                   progress: Optional[Callable[[str, int, int], None]] = None) -> ProfileResult:
     """Profile ``model(*inputs)`` stage by stage.
 
-    Instrumenting collectors (payload, tensor memory, operation counts) run together in one
-    analysis forward; the timing collectors run in ``warmup`` untimed and ``repeats`` timed
-    forwards of their own, so counting never slows what is timed. Everything runs under
+    Each collector runs in the pass its ``pass_name`` names: one untimed forward for the
+    analysis (payload, tensor and CUDA memory), one for liveness, one for operation counts
+    (whose interception would distort the others' memory), then ``warmup`` untimed and
+    ``repeats`` timed forwards that carry the timers alone. Without timers there are no timed
+    forwards (a meta run does each pass once). Everything runs under
     ``torch.inference_mode``. Stages named in ``attach`` (``{stage: module_path}``) are hooked
-    only for the duration of the call, and no hook or session outlives it, even on an error.
+    only for the duration of the call, and no hook, mode or session outlives it, even on an
+    error.
 
     Args:
         model: any module (or callable) whose forward is marked with stages or attached ones.
@@ -103,40 +121,51 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
         progress: called as ``progress(phase, done, total)`` after each forward.
     """
     check_run_options(warmup, repeats)
-    record_payload, instrumenting, timing = _split(collectors)
-    for collector in instrumenting + timing:
+    record_payload = "payload" in collectors
+    untimed, timing = _passes(collectors)
+    used = [c for _, group in untimed for c in group] + timing
+    for collector in used:
         collector.bind(model, inputs)
     device_type = _device_type(model, inputs)
-    reference: Optional[Session] = None
-    output = None
+    calls: Optional[list[StageCall]] = None
+    events: list[tuple[str, StageCall]] = []
+    outputs: dict[str, Any] = {}
+    forward_ms: list[float] = []
+    timed_forwards: list[list[StageCall]] = []
     with torch.inference_mode(), attach_stages(model, attach or {}):
-        if record_payload or instrumenting:
-            with Session(instrumenting, record_payload=record_payload) as reference:
-                with reference.forward():
-                    _call(model, inputs)
+        for index, (name, group) in enumerate(untimed):
+            with Session(group, record_payload=record_payload and name == "analysis") as session:
+                with session.forward():
+                    outputs.setdefault(name, call_model(model, inputs))
+            if calls is None:
+                calls, events = session.forwards[0], session.events
+            else:
+                _merge_metrics(calls, session.forwards[0])
             if progress:
-                progress("analysis", 1, 1)
-        forward_ms: list[float] = []
-        with Session(timing) as timed:
-            for i in range(int(warmup) + int(repeats)):
-                _synchronize(device_type)
-                start = perf_counter_ns()
-                with timed.forward():
-                    result = _call(model, inputs)
-                _synchronize(device_type)
-                if i >= warmup:
-                    forward_ms.append((perf_counter_ns() - start) / 1e6)
-                if output is None:
-                    output = result
-                if progress:
-                    progress("warmup" if i < warmup else "repeats", i + 1, warmup + repeats)
-    timed_forwards = timed.forwards[int(warmup):]
-    calls = reference.forwards[0] if reference is not None else timed_forwards[0]
-    events = reference.events if reference is not None else timed.events
+                progress(name, index + 1, len(untimed))
+        if timing or calls is None:
+            total = int(warmup) + int(repeats)
+            with Session(timing) as timed:
+                for i in range(total):
+                    _synchronize(device_type)
+                    start = perf_counter_ns()
+                    with timed.forward():
+                        result = call_model(model, inputs)
+                    _synchronize(device_type)
+                    if i >= warmup:
+                        forward_ms.append((perf_counter_ns() - start) / 1e6)
+                    outputs.setdefault("timed", result)
+                    if progress:
+                        progress("warmup" if i < warmup else "repeats", i + 1, total)
+            timed_forwards = timed.forwards[int(warmup):]
+            if calls is None:
+                calls, events = timed_forwards[0], timed.events
+    output = next(outputs[name] for name in ("timed", "analysis", "liveness", "counting")
+                  if name in outputs)
     return ProfileResult(
         calls=calls, events=events, timed=timed_forwards, forward_ms=forward_ms,
         stages=aggregate_stages(calls, timed_forwards), output=output,
-        collectors={c.name: c for c in instrumenting + timing})
+        collectors={c.name: c for c in used})
 
 
 def _device_type(model: Any, inputs: Any) -> str:

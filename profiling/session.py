@@ -56,14 +56,16 @@ class Session:
     def forward(self) -> Iterator["Session"]:
         """Bracket one forward pass; its calls are appended to :attr:`forwards` at the end."""
         self.calls, self.events, self._stack, self._counts = [], [], [], {}
-        for collector in self.collectors:
-            collector.start_forward(self)
+        started: list[Collector] = []
         try:
+            for collector in self.collectors:
+                collector.start_forward(self)
+                started.append(collector)
             yield self
         finally:
             while self._stack:
                 self.exit_stage(self._stack[-1])
-            for collector in self.collectors:
+            for collector in reversed(started):  # dispatch modes leave in reverse order
                 collector.end_forward(self)
             self.forwards.append(self.calls)
 

@@ -25,6 +25,7 @@ import torch
 from .attach import attach_stages
 from .collectors.liveness import Cut, Liveness
 from .errors import ProfilingError
+from .runner import call_model
 from .session import Session
 
 __all__ = ["analyse_cuts", "cut_table", "top_level_times", "split_latency", "best_cuts",
@@ -48,7 +49,7 @@ def analyse_cuts(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[st
     liveness = Liveness(inputs=inputs, codec=codec)
     with torch.inference_mode(), attach_stages(model, attach or {}), Session([liveness]) as session:
         with session.forward():
-            output = model(**inputs) if isinstance(inputs, Mapping) else model(*inputs)
+            output = call_model(model, inputs)
             liveness.set_outputs(output)  # kept alive until the cut after the forward is taken
     del output
     return liveness.cuts

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-__all__ = ["stage", "probe", "StageCall", "active_session", "is_profiling"]
+__all__ = ["stage", "probe", "StageCall", "active_session", "is_profiling", "is_counting"]
 
 _active_session = None
+_counting = False
 
 
 class StageCall:
@@ -140,6 +141,21 @@ def active_session():
 def is_profiling() -> bool:
     """Whether a profiling session is open."""
     return _active_session is not None
+
+
+def is_counting() -> bool:
+    """Whether an operation-counting pass is running.
+
+    A model with a fused fast path that computes the same result as its reference algorithm
+    (GMFlow's fused attention) may take the explicit path then, so that the counts are the
+    algorithm's whatever the device. The counting pass is never timed.
+    """
+    return _counting
+
+
+def _set_counting(value: bool) -> None:
+    global _counting
+    _counting = value
 
 
 def _set_active_session(session) -> None:

@@ -12,6 +12,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from .attach import attach_stages
 from .collectors.trace_ranges import TraceRanges
+from .runner import call_model
 from .session import Session
 
 __all__ = ["trace_forward"]
@@ -39,7 +40,7 @@ def trace_forward(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
     with torch.inference_mode(), attach_stages(model, attach or {}):
         with profile(activities=activities) as profiler, Session([TraceRanges()]) as session:
             with session.forward():
-                model(**inputs) if isinstance(inputs, Mapping) else model(*inputs)
+                call_model(model, inputs)
             if ProfilerActivity.CUDA in activities:
                 torch.cuda.synchronize()
     with tempfile.TemporaryDirectory() as folder:

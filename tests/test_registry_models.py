@@ -32,5 +32,6 @@ def test_model_declares_and_runs_its_stages_on_meta(name):
                            repeats=1, attach=model.stage_paths())
     seen = [c.name for c in result.calls]  # stages and probes
     assert set(model.stages) <= set(seen), set(model.stages) - set(seen)
-    assert result.stages["macs"].iloc[0] >= 0
-    assert result.collectors["op_counts"].total.macs > 0
+    stage_rows = result.stages[result.stages.kind == "stage"]
+    assert (stage_rows.groupby("stage")["macs"].max() > 0).any()
+    assert result.collectors["op_counts"].total.macs >= stage_rows[stage_rows.depth == 0].macs.sum()

@@ -55,3 +55,41 @@ def test_statistics_are_computed_over_repeats():
 def test_bad_run_options(options, message):
     with pytest.raises(ProfilingError, match=message):
         profile_model(Two(), (torch.ones(1),), **options)
+
+
+class Attention(nn.Module):
+    def forward(self, x):
+        with stage("attention", x) as s:
+            return s.output(torch.nn.functional.scaled_dot_product_attention(x, x, x))
+
+
+def test_memory_is_measured_apart_from_counting():
+    # the counter forces attention onto its math kernel, which materialises the score matrix;
+    # the memory measured must be that of the real kernel all the same
+    x = torch.rand(1, 1, 2048, 64)
+    alone = profile_model(Attention(), (x,), collectors=["cpu_memory"], warmup=0, repeats=1)
+    both = profile_model(Attention(), (x,), collectors=["cpu_memory", "op_counts"], warmup=0,
+                         repeats=1)
+    assert both.stages.cpu_mem_peak_mb[0] == alone.stages.cpu_mem_peak_mb[0]
+    assert both.stages.macs[0] == 2 * 2048 * 2048 * 64
+
+
+def test_no_dispatch_mode_or_session_outlives_a_run():
+    from torch.utils._python_dispatch import is_in_torch_dispatch_mode
+    from profiling.stages import active_session, is_counting
+    profile_model(Two(), (torch.ones(4),), collectors=["payload", "cpu_memory", "op_counts",
+                                                        "liveness", "cpu_time"], repeats=1)
+    assert not is_in_torch_dispatch_mode() and active_session() is None and not is_counting()
+
+
+def test_no_timed_forwards_without_timers():
+    calls = []
+
+    class Counting(nn.Module):
+        def forward(self, x):
+            calls.append(1)
+            return x + 1
+
+    result = profile_model(Counting(), (torch.ones(1),), collectors=["payload", "op_counts"],
+                           warmup=3, repeats=5)
+    assert len(calls) == 2 and result.forward_ms == [] and result.timed == []

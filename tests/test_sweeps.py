@@ -50,12 +50,12 @@ def test_a_failing_job_is_recorded_and_the_others_finish(tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith("error: 1 of 2 runs failed")
     failure = json.loads((tmp_path / "0_torchvision" / "error.json").read_text())
-    assert failure["error_type"] == "ConfigError"
+    assert failure["error_type"] == "ProfilingError"
     assert "run.repeats=0" in failure["overrides"]
     summary = pd.read_csv(tmp_path / "summary.csv")
     failed = summary[summary["status"] == "failed"]
     assert list(failed["run"]) == ["0_torchvision"]
-    assert failed["error"].iloc[0] == "ConfigError: run.repeats must be at least 1, got 0"
+    assert failed["error"].iloc[0] == "ProfilingError: run.repeats must be at least 1, got 0"
     assert failed["stage"].isna().all()
     finished = summary[summary["run"] == "1_torchvision"]
     assert len(finished) == 10 and (finished["status"] == "ok").all()

@@ -21,13 +21,16 @@ class Collector:
 
     Class attributes:
         name: short name, used in the CLI's ``collectors`` option.
-        instrumenting: ``True`` when the collector intercepts operators (a dispatch mode) and so
-            slows the forward; the runner never mixes it with timing collectors in one pass.
+        pass_name: the forward pass the runner runs the collector in. ``"timed"`` (the timers:
+            warm-up and repeated forwards carry nothing else); ``"analysis"`` (one untimed
+            forward that also records the payload: memory measurements); ``"counting"`` and
+            ``"liveness"`` (one untimed forward each, for collectors whose interception would
+            disturb the others' measurements).
         metrics: the metric names this collector writes into ``StageCall.metrics``.
     """
 
     name: str = "collector"
-    instrumenting: bool = False
+    pass_name: str = "timed"
     metrics: tuple[str, ...] = ()
 
     def bind(self, model: Any, inputs: Any) -> None:

@@ -24,6 +24,7 @@ class CudaMemory(Collector):
     """
 
     name = "cuda_memory"
+    pass_name = "analysis"  # its allocator calls stay out of the timed forwards
     metrics = ("cuda_mem_alloc_mb", "cuda_mem_peak_mb")
 
     def __init__(self, device: Optional[torch.device] = None) -> None:

@@ -222,7 +222,7 @@ class Liveness(Collector):
     """
 
     name = "liveness"
-    instrumenting = True
+    pass_name = "liveness"
     metrics = ("cut_bytes", "cut_fp16_bytes", "cut_int8_bytes", "cut_compressed_bytes")
 
     def __init__(self, inputs: Any = None, codec: Optional[str] = None) -> None:
@@ -375,4 +375,7 @@ class Liveness(Collector):
         return size
 
     def close(self) -> None:
+        if self._mode is not None:  # a forward that never reached end_forward
+            self._mode.__exit__(None, None, None)
+            self._mode = None
         self.live, self._records, self._boundaries, self._cache = {}, [], [], {}

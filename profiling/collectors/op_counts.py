@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 from torch import nn
 
 from ..counting import COUNT_FIELDS, Counts, ModuleRecord, OpCounting
+from ..stages import _set_counting
 from .base import Collector
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ class OpCounter(Collector):
     """
 
     name = "op_counts"
-    instrumenting = True
+    pass_name = "counting"
     metrics = COUNT_FIELDS
 
     def __init__(self, model: Optional[nn.Module] = None) -> None:
@@ -53,6 +54,7 @@ class OpCounter(Collector):
     def start_forward(self, session: "Session") -> None:
         self._open = []
         self._counting = OpCounting(self.model).__enter__()
+        _set_counting(True)
 
     def enter(self, call: "StageCall") -> None:
         if self._counting is None:
@@ -76,6 +78,7 @@ class OpCounter(Collector):
         self._finish()
 
     def _finish(self) -> None:
+        _set_counting(False)
         if self._counting is not None:
             counting, self._counting = self._counting, None
             counting.__exit__(None, None, None)

@@ -57,7 +57,7 @@ class TensorMemory(Collector):
     """
 
     name = "cpu_memory"
-    instrumenting = True
+    pass_name = "analysis"
     metrics = ("cpu_mem_alloc_mb", "cpu_mem_peak_mb")
 
     def __init__(self, device_types: Sequence[str] = ("cpu", "meta")) -> None:
@@ -81,6 +81,7 @@ class TensorMemory(Collector):
         self.level -= self.live.pop(key, 0)
 
     def start_forward(self, session) -> None:
+        self.close()  # each forward counts from zero
         self._stack = []
         self._mode = _AllocationTracker(self)
         self._mode.__enter__()
@@ -101,6 +102,7 @@ class TensorMemory(Collector):
             self._mode = None
 
     def close(self) -> None:
+        self.end_forward(None)
         for finalizer in self._finalizers:
             finalizer.detach()
         self._finalizers, self.live, self.level = [], {}, 0

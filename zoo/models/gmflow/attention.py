@@ -15,7 +15,8 @@ from typing import Optional
 
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+from profiling import is_counting
 
 from .utils import merge_windows, split_windows
 
@@ -43,12 +44,11 @@ def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *,
         impl: ``"sdpa"`` (fused kernel, see :data:`FUSED_MIN_KEYS_CPU`) or ``"math"``
             (explicit, as the official code).
 
-    Under an instrumenting dispatch mode (the profiler's operation counter or memory tracker,
-    never active in a timed pass) the explicit path runs whatever ``impl`` says, so counts and
-    tensor memory are those of the official algorithm, the same on every device, and not those
-    of the fused kernel's padded values.
+    In the profiler's operation-counting pass (never timed) the explicit path runs whatever
+    ``impl`` says, so the counts are those of the official algorithm, the same on every
+    device, and not those of the fused kernel's padded values.
     """
-    if (impl == "sdpa" and _get_current_dispatch_mode() is None
+    if (impl == "sdpa" and not is_counting()
             and (query.device.type != "cpu" or key.shape[-2] >= FUSED_MIN_KEYS_CPU)):
         return _fused_attention(query, key, value, mask, scale)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
