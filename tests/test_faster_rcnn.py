@@ -10,7 +10,6 @@ from torchvision.models.detection import (FasterRCNN_ResNet50_FPN_Weights,
                                           fasterrcnn_resnet50_fpn)
 
 import zoo
-from profiling import Session
 from profiling.reports.payload_log import format_payload_log
 from profiling.runner import profile_model
 

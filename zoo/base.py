@@ -40,6 +40,9 @@ class ZooModel(nn.Module):
     #: the upper end of the input values: 1.0 for [0, 1) images, 255.0 for [0, 255).
     input_scale: float = 1.0
     in_channels: int = 3
+    #: module path of the first convolution, whose checkpoint weight is adapted to
+    #: :attr:`in_channels` on loading (``None``: no adaptation).
+    first_conv: Optional[str] = None
 
     def example_inputs(self, batch: int, size: Sequence[int], *,
                        generator: Optional[torch.Generator] = None, device: Any = "cpu"
@@ -75,8 +78,16 @@ class ZooModel(nn.Module):
                      for x in inputs)
 
     def adapt_state_dict(self, state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Adapt a checkpoint's tensors to this configuration (e.g. fewer input channels)."""
-        return state_dict
+        """Adapt a checkpoint's tensors to this configuration.
+
+        The first convolution's weight (the module at :attr:`first_conv`) of a checkpoint made
+        for another number of input channels is adapted with :func:`sum_input_channels`.
+        """
+        key = f"{self.first_conv}.weight" if self.first_conv else None
+        weight = state_dict.get(key) if key else None
+        if weight is None or weight.dim() != 4 or weight.shape[1] == self.in_channels:
+            return state_dict
+        return {**state_dict, key: sum_input_channels(weight, self.in_channels)}
 
     def meta_note(self) -> Optional[str]:
         """What a run on the meta device assumes where the model's control flow depends on the

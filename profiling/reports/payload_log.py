@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import pandas as pd
 
-from ..payload import PayloadGroup, PayloadNode, TensorLeaf, iter_leaves
+from ..payload import PayloadNode, iter_leaves
 from ..stages import StageCall
 
 __all__ = ["format_payload_lines", "format_payload_log", "default_label", "LabelFunction"]

@@ -13,10 +13,9 @@ import difflib
 import inspect
 from typing import Any, Callable, Optional, Sequence
 
-import torch
 from torch import nn
 
-from ..base import ZooModel, sum_input_channels
+from ..base import ZooModel
 from ..checkpoints import load_checkpoint
 from ..errors import ConfigError
 from ..registry import register_model
@@ -28,7 +27,7 @@ _CLASSES: dict[type, type] = {}
 
 class _LibraryModel(ZooModel):
     """The methods a library model gets. Instance attributes hold its configuration:
-    ``in_channels``, ``default_input_size``, ``_first_conv`` (the path of the convolution that
+    ``in_channels``, ``default_input_size``, ``first_conv`` (the path of the convolution that
     takes the image) and ``_exact_size`` (the only size it takes, for fixed-size models)."""
 
     @property
@@ -55,15 +54,6 @@ class _LibraryModel(ZooModel):
                           f"{height}x{width}; use input.size=[{exact[0]}, {exact[1]}] or build it "
                           f"for another size through model.arch_options")
 
-    def adapt_state_dict(self, state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Sum or repeat the first convolution's kernels of a checkpoint made for another
-        number of input channels."""
-        key = f"{self._first_conv}.weight"
-        if key in state_dict and state_dict[key].dim() == 4:
-            state_dict = dict(state_dict)
-            state_dict[key] = sum_input_channels(state_dict[key], self.in_channels)
-        return state_dict
-
 
 def as_zoo_model(model: nn.Module, *, in_channels: int, default_input_size: Sequence[int],
                  first_conv: str, exact_size: Optional[Sequence[int]] = None) -> ZooModel:
@@ -77,7 +67,7 @@ def as_zoo_model(model: nn.Module, *, in_channels: int, default_input_size: Sequ
     model.__class__ = cls
     model.in_channels = in_channels
     model.default_input_size = (int(default_input_size[0]), int(default_input_size[1]))
-    model._first_conv = first_conv
+    model.first_conv = first_conv
     model._exact_size = tuple(int(s) for s in exact_size) if exact_size is not None else None
     return model
 

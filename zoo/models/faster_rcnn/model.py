@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-import torch
 from torchvision.models.detection.faster_rcnn import FasterRCNN
 
 from profiling import StageCall, stage

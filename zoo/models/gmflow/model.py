@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from profiling import probe, stage
-from zoo.base import ZooModel, sum_input_channels
+from zoo.base import ZooModel
 from zoo.errors import ConfigError
 
 from .attention import ATTENTION_IMPLS
@@ -28,7 +28,6 @@ from .utils import image_statistics
 
 __all__ = ["GMFlow", "gmflow_stage_names", "Prediction"]
 
-_FIRST_CONV = "backbone.conv1.weight"
 
 
 def _correlation_stage(radius: int) -> str:
@@ -112,6 +111,8 @@ class GMFlow(ZooModel):
         pred_bidir_flow: also predict the backward flow (image 1 to image 0).
         attention_impl: ``"sdpa"`` (fused kernels) or ``"math"`` (explicit, as the official).
     """
+
+    first_conv = "backbone.conv1"
 
     stages = gmflow_stage_names((-1,))
     default_input_size = (384, 768)
@@ -219,14 +220,6 @@ class GMFlow(ZooModel):
             f"must be multiples of {d} (upsample_factor={self.upsample_factor}, "
             f"attn_splits_list={list(self.attn_splits_list)}); nearest valid sizes: "
             f"{', '.join(f'{h}x{w}' for h, w in candidates)}; or set input.pad=true")
-
-    def adapt_state_dict(self, state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Adapt a checkpoint's ``conv1`` to :attr:`in_channels` (summed over its channels for
-        a grayscale model)."""
-        weight = state_dict.get(_FIRST_CONV)
-        if weight is None or weight.dim() != 4 or weight.shape[1] == self.in_channels:
-            return state_dict
-        return {**state_dict, _FIRST_CONV: sum_input_channels(weight, self.in_channels)}
 
     # ---- forward ----------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from profiling import stage
-from zoo.base import ZooModel, sum_input_channels
+from zoo.base import ZooModel
 from zoo.errors import ConfigError
 
 from .blocks import BNReluConv
@@ -38,6 +38,8 @@ class SwiftNet(ZooModel):
     through :func:`~.checkpoint.official_key` (see the builder's ``checkpoint`` option).
     See :func:`~.builders.swiftnet` for the arguments.
     """
+
+    first_conv = "encoder.conv1"
 
     stages = ("encoder", "stem", "layer1", "layer2", "layer3", "layer4", "spp", "decoder",
               "up1", "up2", "up3", "post")
@@ -109,10 +111,7 @@ class SwiftNet(ZooModel):
         """Adapt a 3-channel checkpoint to ``in_channels``: the first convolution with
         :func:`~zoo.base.sum_input_channels`; each normalisation buffer becomes, in every
         channel, the mean of the checkpoint's channels (one grey level for all channels)."""
-        state_dict = dict(state_dict)
-        weight = state_dict.get("encoder.conv1.weight")
-        if weight is not None and weight.shape[1] != self.in_channels:
-            state_dict["encoder.conv1.weight"] = sum_input_channels(weight, self.in_channels)
+        state_dict = dict(super().adapt_state_dict(state_dict))
         for name in ("img_mean", "img_std"):
             value = state_dict.get(name)
             if value is not None and value.numel() != self.in_channels:
