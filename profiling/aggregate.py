@@ -10,7 +10,7 @@ import pandas as pd
 from .payload import PayloadNode, format_shape, iter_leaves, payload_bytes
 from .stages import StageCall
 
-__all__ = ["aggregate_stages", "STATISTICS", "shapes_text"]
+__all__ = ["aggregate_stages", "STATISTICS", "shapes_text", "first_column", "time_column"]
 
 #: The statistics of each repeated metric, as column suffixes.
 STATISTICS = ("mean", "median", "p10", "p90", "std")
@@ -19,6 +19,16 @@ STATISTICS = ("mean", "median", "p10", "p90", "std")
 def shapes_text(node: Optional[PayloadNode]) -> str:
     """The shapes of a payload's tensors, ``; ``-separated (``""`` for none)."""
     return "; ".join(format_shape(leaf.shape) for _, leaf in iter_leaves(node))
+
+
+def first_column(stages: pd.DataFrame, *names: str) -> Optional[str]:
+    """The first of ``names`` that is a column of ``stages``, or ``None``."""
+    return next((name for name in names if name in stages.columns), None)
+
+
+def time_column(stages: pd.DataFrame, statistic: str = "median") -> Optional[str]:
+    """The time column to show: CUDA time where it was measured, else CPU time."""
+    return first_column(stages, f"cuda_time_ms_{statistic}", f"cpu_time_ms_{statistic}")
 
 
 def _statistics(values: Sequence[float]) -> dict[str, float]:

@@ -34,6 +34,7 @@ from typing import Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
+from .aggregate import time_column as default_time_column
 from .errors import ProfilingError
 
 __all__ = ["Ceilings", "PRESETS", "attainable_flops", "bound", "ceilings", "ceilings_for_device",
@@ -166,9 +167,6 @@ def bound(intensity: float, device: Ceilings, dtype: str = "float32") -> str:
     return "compute" if intensity >= device.ridge_point(dtype) else "memory"
 
 
-_TIME_COLUMNS = ("cuda_time_ms_median", "cpu_time_ms_median")
-
-
 def add_roofline_columns(stages: pd.DataFrame, device: Ceilings, dtype: str = "float32",
                          time_column: Optional[str] = None) -> pd.DataFrame:
     """Add the roofline columns to a per-stage table (in place; also returned).
@@ -189,7 +187,7 @@ def add_roofline_columns(stages: pd.DataFrame, device: Ceilings, dtype: str = "f
     stages["arithmetic_intensity"] = intensity
     stages["attainable_flops_per_s"] = attainable_flops(intensity.to_numpy(), device, dtype)
     stages["bound"] = [bound(i, device, dtype) for i in intensity]
-    column = time_column or next((c for c in _TIME_COLUMNS if c in stages.columns), None)
+    column = time_column or default_time_column(stages)
     if column is not None and column in stages.columns:
         seconds = stages[column].astype(float) / 1e3
         stages["achieved_flops_per_s"] = flops / seconds.where(seconds > 0)

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import pandas as pd
 import torch
 
+from .aggregate import time_column
 from .attach import attach_stages
 from .collectors.liveness import Cut, Liveness
 from .errors import ProfilingError
@@ -71,8 +72,7 @@ def top_level_times(stages: pd.DataFrame, statistic: str = "median") -> pd.Serie
 
     CUDA time where the run measured it, else CPU time.
     """
-    column = next((f"{kind}_time_ms_{statistic}" for kind in ("cuda", "cpu")
-                   if f"{kind}_time_ms_{statistic}" in stages), None)
+    column = time_column(stages, statistic)
     if column is None:
         raise ProfilingError("the run has no stage times (cpu_time or cuda_time); profile it "
                              "on a real device, not on meta")

@@ -14,7 +14,7 @@ __all__ = ["COMPARED_METRICS", "compare_stages", "config_differences", "format_c
 
 #: The stage metrics compared, where at least one of the runs has them.
 COMPARED_METRICS = ("cpu_time_ms_median", "cuda_time_ms_median", "cpu_mem_peak_mb",
-                    "cuda_mem_peak_mb_median", "in_bytes", "out_bytes", "macs", "flops",
+                    "cuda_mem_peak_mb", "in_bytes", "out_bytes", "macs", "flops",
                     "bytes_read", "bytes_written", "params")
 
 _KEY = ["stage", "call_index"]
@@ -83,7 +83,7 @@ def format_comparison(table: pd.DataFrame, a: RunRecord, b: RunRecord, *,
     blocks = [(label, metric, scale) for label, metric, scale in (
         ("time ms", _first(table, "cuda_time_ms_median", "cpu_time_ms_median"), 1.0),
         ("out MB", "out_bytes", 1e-6),
-        ("peak MB", _first(table, "cuda_mem_peak_mb_median", "cpu_mem_peak_mb"), 1.0),
+        ("peak MB", _first(table, "cuda_mem_peak_mb", "cpu_mem_peak_mb"), 1.0),
         ("GFLOPs", "flops" if "flops_a" in table else None, 1e-9)) if metric]
     header = f"{'stage':<46}" + "".join(f"{label + ' A':>12}{label + ' B':>12}{'change':>10}"
                                         for label, _, _ in blocks)

@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import pandas as pd
 
+from ..aggregate import time_column
 from ..payload import PayloadNode, iter_leaves
 from ..stages import StageCall
 
@@ -79,16 +80,15 @@ def _per_stage_means(stages: pd.DataFrame, column: str) -> list[tuple[str, float
     return list(means.items())
 
 
-def _blocks(stages: pd.DataFrame, device: str) -> list[tuple[str, str, float]]:
-    time_column = next((c for c in ("cuda_time_ms_mean", "cpu_time_ms_mean") if c in stages),
-                       None)
+def _blocks(stages: pd.DataFrame) -> list[tuple[str, str, float]]:
+    shown = time_column(stages, "mean")
     blocks = []
-    if time_column:
-        blocks.append(("Average Time of Each Layer (seconds per call)", time_column, 1e-3))
-    if time_column == "cuda_time_ms_mean" and "cpu_time_ms_mean" in stages:
+    if shown:
+        blocks.append(("Average Time of Each Layer (seconds per call)", shown, 1e-3))
+    if shown == "cuda_time_ms_mean" and "cpu_time_ms_mean" in stages:
         blocks.append(("host | Average Time of Each Layer (seconds per call, CPU side)",
                        "cpu_time_ms_mean", 1e-3))
-    for column, name in (("cpu_mem_peak_mb", "mem_cpu"), ("cuda_mem_peak_mb_mean", "mem_cuda")):
+    for column, name in (("cpu_mem_peak_mb", "mem_cpu"), ("cuda_mem_peak_mb", "mem_cuda")):
         if column in stages:
             blocks.append((f"{name} | Average Mem Consumption of Each Layer "
                            f"(MB = 1e6 bytes, peak above the stage's start)", column, 1.0))
@@ -107,7 +107,7 @@ def format_payload_log(events: Sequence[tuple[str, StageCall]], stages: pd.DataF
         label: the model's label function (default :func:`default_label`).
     """
     lines = _payload_section(events, label or default_label)
-    blocks = _blocks(stages, device)
+    blocks = _blocks(stages)
     if blocks:
         lines += ["", ""] + _banner(f"{host} {device}")[:-1]
     for heading, column, scale in blocks:

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..aggregate import time_column
+
 if TYPE_CHECKING:
     from ..roofline import Ceilings
 
@@ -25,7 +27,7 @@ __all__ = ["render_plots", "plot_stage_times", "plot_payload", "plot_memory", "p
 
 _TIMES = (("cpu", "cpu_time_ms"), ("cuda", "cuda_time_ms"))
 _MEMORY = (("CPU tensors", "cpu_mem_peak_mb", "cpu_mem_alloc_mb"),
-           ("CUDA allocator", "cuda_mem_peak_mb_median", "cuda_mem_alloc_mb_median"))
+           ("CUDA allocator", "cuda_mem_peak_mb", "cuda_mem_alloc_mb"))
 
 
 def _png(figure: Figure) -> bytes:
@@ -131,7 +133,7 @@ def plot_roofline(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
     Needs ``flops``, ``bytes_read``, ``bytes_written`` (the op_counts collector) and a time;
     ``None`` otherwise. The roof is drawn when the device's ``ceilings`` are given.
     """
-    time = next((f"{c}_median" for _, c in _TIMES[::-1] if f"{c}_median" in stages), None)
+    time = time_column(stages)
     if time is None or any(c not in stages for c in ("flops", "bytes_read", "bytes_written")):
         return None
     rows = _stage_rows(stages, max_depth)

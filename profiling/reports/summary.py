@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..aggregate import first_column, time_column
+
 __all__ = ["format_summary"]
-
-
-def _column(stages: pd.DataFrame, *names: str):
-    return next((name for name in names if name in stages), None)
 
 
 def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 40) -> str:
@@ -16,8 +14,8 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
 
     Stages called several times are summed over their calls (time) and shown once.
     """
-    time = _column(stages, "cuda_time_ms_median", "cpu_time_ms_median")
-    memory = _column(stages, "cuda_mem_peak_mb_median", "cpu_mem_peak_mb")
+    time = time_column(stages)
+    memory = first_column(stages, "cuda_mem_peak_mb", "cpu_mem_peak_mb")
     rows = stages[(stages["kind"] == "stage") & (stages["depth"] <= max_depth)]
     grouped = rows.groupby("stage", sort=False)
     table = pd.DataFrame({"calls": grouped.size(),
