@@ -162,7 +162,8 @@ def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
         extra["uncounted_ops"] = counter.coverage
         extra["totals"] = counter.total.as_dict()
         if ceilings is not None:
-            extra["roofline"] = {"ceilings": ceilings.name, "dtype": str(cfg.roofline.dtype)}
+            extra["roofline"] = {"ceilings": _ceilings_reference(cfg, ceilings),
+                                 "device": ceilings.name, "dtype": str(cfg.roofline.dtype)}
     metadata = run_metadata(OmegaConf.to_container(cfg, resolve=True), str(device),
                             notes=list(notes), forward_ms=result.forward_ms,
                             parameters=sum(p.numel() for p in model.parameters()),
@@ -181,6 +182,15 @@ def _count_tables(model: torch.nn.Module, counter: Any) -> dict[str, Any]:
     modules = modules_table(model, counter.modules)
     return {"layers.csv": layers, "layers.txt": render_layers_text(layers),
             "modules.csv": modules, "modules.txt": render_modules_text(model, modules)}
+
+
+def _ceilings_reference(cfg: DictConfig, ceilings: Ceilings) -> str:
+    """What ``zoo.plot`` can load the ceilings from again: the YAML's absolute path, or the
+    preset's name."""
+    chosen = cfg.get("roofline", {}).get("ceilings")
+    if chosen and Path(str(chosen)).is_file():
+        return str(Path(str(chosen)).resolve())
+    return ceilings.name
 
 
 def _ceilings(cfg: DictConfig, device: torch.device) -> Optional[Ceilings]:
