@@ -119,10 +119,10 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     inputs, notes = make_inputs(cfg, model, device)
     if device.type == "meta":
         warmup, repeats = 0, 1
-        note = model.meta_note() if hasattr(model, "meta_note") else None
+        note = model.meta_note()
         if note:
             notes.append(note)
-    attach = model.stage_paths() if hasattr(model, "stage_paths") else {}
+    attach = model.stage_paths()
     with ForwardProgress(str(cfg.model.name)) as progress:
         result = profile_model(model, inputs, collectors=collectors, warmup=warmup,
                                repeats=repeats, attach=attach, progress=progress)

@@ -138,7 +138,7 @@ def _analyse(cfg, args, device_run: Optional[RunRecord], server_run: Optional[Ru
     model = build_model(cfg.model, int(cfg.run.seed)).eval().to(device)
     inputs, notes = make_inputs(cfg, model, device)
     codec = None if args.meta or args.codec == "none" else args.codec
-    attach = model.stage_paths() if hasattr(model, "stage_paths") else {}
+    attach = model.stage_paths()
     cuts = cut_table(analyse_cuts(model, inputs, attach=attach, codec=codec), codec)
     files: dict[str, Any] = {"cuts.csv": cuts}
     latency = None

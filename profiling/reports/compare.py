@@ -15,7 +15,7 @@ __all__ = ["COMPARED_METRICS", "compare_stages", "config_differences", "format_c
 #: The stage metrics compared, where at least one of the runs has them.
 COMPARED_METRICS = ("cpu_time_ms_median", "cuda_time_ms_median", "cpu_mem_peak_mb",
                     "cuda_mem_peak_mb", "in_bytes", "out_bytes", "macs", "flops",
-                    "bytes_read", "bytes_written", "params")
+                    "bytes_read", "bytes_written")
 
 _KEY = ["stage", "call_index"]
 

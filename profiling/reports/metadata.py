@@ -49,7 +49,7 @@ def _git_commit() -> Optional[str]:
                                 cwd=Path(__file__).resolve().parent, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
-    return result.stdout.strip() or None if result.returncode == 0 else None
+    return (result.stdout.strip() or None) if result.returncode == 0 else None
 
 
 def _versions() -> dict[str, Optional[str]]:

@@ -15,6 +15,8 @@ from torch import nn
 
 from profiling import stage
 
+from ..errors import ConfigError
+
 __all__ = ["ConvBNReLU", "DecoderBlock", "UNetDecoder"]
 
 
@@ -68,12 +70,14 @@ class UNetDecoder(nn.Module):
                  stage_prefix: str = "decoder_") -> None:
         super().__init__()
         decoder_channels = list(decoder_channels)
-        if not 0 <= n_skip <= min(len(skip_channels), len(decoder_channels)):
-            raise ValueError(f"n_skip={n_skip} must be between 0 and the number of skip "
-                             f"features ({len(skip_channels)})")
+        most = min(len(skip_channels), len(decoder_channels))
+        if not 0 <= n_skip <= most:
+            raise ConfigError(f"n_skip={n_skip} is not supported; accepted: 0 to {most} (one "
+                              f"skip per decoder block, {len(skip_channels)} skip features)")
         scale_factors = list(scale_factors or [2] * len(decoder_channels))
         if len(scale_factors) != len(decoder_channels):
-            raise ValueError("scale_factors needs one factor per decoder block")
+            raise ConfigError(f"{len(scale_factors)} scale factors for "
+                              f"{len(decoder_channels)} decoder blocks; give one per block")
         self.n_skip = n_skip
         self.stage_prefix = stage_prefix
         self.conv_more = ConvBNReLU(in_channels, head_channels)
@@ -84,19 +88,16 @@ class UNetDecoder(nn.Module):
             for cin, cout, cskip, factor in zip(block_inputs, decoder_channels, skips,
                                                  scale_factors))
         self.out_channels = decoder_channels[-1]
-
-    @property
-    def stage_names(self) -> tuple[str, ...]:
-        """The decoder's stages in forward order."""
-        return (f"{self.stage_prefix}conv_more",) + tuple(
-            f"{self.stage_prefix}block{i + 1}" for i in range(len(self.blocks)))
+        #: the decoder's stages in forward order: ``conv_more``, then one per block.
+        self.stage_names = (f"{stage_prefix}conv_more",) + tuple(
+            f"{stage_prefix}block{i + 1}" for i in range(len(self.blocks)))
 
     def forward(self, x: torch.Tensor, skips: Sequence[torch.Tensor]) -> torch.Tensor:
         """Decode ``x`` with ``skips`` (deepest first); returns the last block's output."""
-        with stage(f"{self.stage_prefix}conv_more", x) as s:
+        with stage(self.stage_names[0], x) as s:
             x = s.output(self.conv_more(x))
         for i, block in enumerate(self.blocks):
             skip = skips[i] if i < self.n_skip else None
-            with stage(f"{self.stage_prefix}block{i + 1}", x, skip) as s:
+            with stage(self.stage_names[i + 1], x, skip) as s:
                 x = s.output(block(x, skip))
         return x

@@ -50,8 +50,6 @@ class GMFlowUNet(GMFlow):
         if len(decoder_channels) != 4:
             raise ConfigError(f"decoder_channels={list(decoder_channels)} needs 4 entries "
                               f"(1/8 -> 1/8, 1/4, 1/2, full resolution)")
-        if not 0 <= n_skip <= 3:
-            raise ConfigError(f"n_skip={n_skip} is not supported; accepted: 0 to 3")
         first_stride = self.backbone.conv1.stride[0]
         skip_strides = (self.upsample_factor, 2 * first_stride, first_stride)
         scale_factors = (1, skip_strides[0] // skip_strides[1], skip_strides[1] // skip_strides[2],
