@@ -19,7 +19,7 @@ from typing import Any, Iterator, Optional, Union
 import torch
 
 __all__ = ["TensorLeaf", "PayloadGroup", "PayloadNode", "walk_payload", "iter_leaves",
-           "payload_bytes", "format_shape"]
+           "iter_tensors", "payload_bytes", "format_shape"]
 
 _MAX_DEPTH = 32
 
@@ -66,17 +66,36 @@ def walk_payload(value: Any) -> Optional[PayloadNode]:
     return _walk(value, 0, set())
 
 
+def iter_tensors(value: Any) -> Iterator[torch.Tensor]:
+    """Every tensor in ``value``, in order, through the same containers as
+    :func:`walk_payload`."""
+    yield from _iter_tensors(value, 0, set())
+
+
+def _iter_tensors(value: Any, depth: int, seen: set[int]) -> Iterator[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        yield value
+        return
+    kind, pairs = _container(value, depth, seen)
+    for _, child in pairs:
+        yield from _iter_tensors(child, depth + 1, seen | {id(value)})
+
+
+def _container(value: Any, depth: int, seen: set[int]) -> tuple[Optional[str], list]:
+    """``(kind, [(key, child)])`` of a value to walk into; ``(None, [])`` for a leaf that is
+    not a tensor, a module, a value already on the path, or past the depth limit."""
+    if depth >= _MAX_DEPTH or id(value) in seen or isinstance(
+            value, (str, bytes, int, float, bool, type(None), torch.nn.Module)):
+        return None, []
+    return _children(value)
+
+
 def _walk(value: Any, depth: int, seen: set[int]) -> Optional[PayloadNode]:
     if isinstance(value, torch.Tensor):
         return TensorLeaf(tuple(value.shape), value.dtype, str(value.device),
                           value.numel() * value.element_size())
-    if depth >= _MAX_DEPTH or isinstance(value, (str, bytes, int, float, bool, type(None),
-                                                 torch.nn.Module)):
-        return None
-    if id(value) in seen:
-        return None
+    kind, pairs = _container(value, depth, seen)
     seen = seen | {id(value)}
-    kind, pairs = _children(value)
     if kind is None:
         return None
     items = []

@@ -63,3 +63,13 @@ def test_log_lines_in_the_seed_layout():
     image_list = ImageList(torch.zeros(1, 3, 800, 800), [(800, 800)])
     assert format_payload_lines("transform_out([images])", walk_payload(image_list)) == [
         "transform_out([images]) :: torch.Size([1, 3, 800, 800]) 7.68 Mb"]
+
+
+def test_iter_tensors_walks_the_same_containers():
+    from profiling.payload import iter_tensors
+    images = torch.zeros(1, 3, 4, 4)
+    value = [ImageList(images, [(4, 4)]), {"b": Pair(torch.ones(1), 3)}, "text"]
+    tensors = list(iter_tensors(value))
+    assert len(tensors) == 2 and tensors[0] is images
+    assert [t.numel() * t.element_size() for t in tensors] == [
+        leaf.nbytes for _, leaf in iter_leaves(walk_payload(value))]

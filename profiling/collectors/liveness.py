@@ -24,6 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from ..errors import ProfilingError
+from ..payload import iter_tensors
 from ..stages import StageCall
 from .base import Collector
 
@@ -106,23 +107,6 @@ def encoded_bytes(nbytes: int, dtype: torch.dtype, itemsize: int) -> int:
     if not dtype.is_floating_point or dtype.itemsize <= itemsize:
         return nbytes
     return nbytes // dtype.itemsize * itemsize
-
-
-def _tensors(value: Any, depth: int = 0):
-    """Every tensor in ``value``: pytree containers, and objects' attributes (``ImageList``)."""
-    if isinstance(value, torch.Tensor):
-        yield value
-        return
-    if depth > 32 or isinstance(value, (str, bytes, torch.nn.Module)):
-        return
-    leaves = tree_flatten(value)[0]
-    if len(leaves) == 1 and leaves[0] is value:
-        attributes = getattr(value, "__dict__", None)
-        for item in (attributes.values() if isinstance(attributes, dict) else ()):
-            yield from _tensors(item, depth + 1)
-        return
-    for leaf in leaves:
-        yield from _tensors(leaf, depth + 1)
 
 
 def _byte_span(tensor: torch.Tensor) -> tuple[int, int]:
@@ -256,7 +240,7 @@ class Liveness(Collector):
     def set_outputs(self, value: Any) -> None:
         """Name the forward's outputs (any nesting); call it inside the forward's block."""
         self._outputs = {}
-        for tensor in _tensors(value):
+        for tensor in iter_tensors(value):
             record = self.live.get(id(tensor.untyped_storage()))
             if record is not None and record.produced > 0:
                 self._outputs.setdefault(id(record), []).append(_byte_span(tensor))
@@ -284,8 +268,8 @@ class Liveness(Collector):
     def start_forward(self, session) -> None:
         self.live, self._records, self._boundaries, self.cuts = {}, [], [], []
         self.clock, self._current, self._cache, self._outputs = 0, "", {}, None
-        for tensor in tree_flatten(self.inputs)[0]:
-            if isinstance(tensor, torch.Tensor) and id(tensor.untyped_storage()) not in self.live:
+        for tensor in iter_tensors(self.inputs):
+            if id(tensor.untyped_storage()) not in self.live:
                 self.track(tensor, 0)
         self._boundaries.append((None, 0, self._snapshot()))
         self._mode = _Tracker(self)
