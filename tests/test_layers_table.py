@@ -9,9 +9,10 @@ import pytest
 import torch
 from torch import nn
 
+from profiling.reports.files import write_files
 from profiling.counting import OpCounting, count_ops
 from profiling.reports.layers_table import (LAYER_COLUMNS, layers_table, render_layers_text,
-                                            write_layers_table)
+                                            layers_files)
 
 SEEDS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
@@ -96,7 +97,7 @@ def test_durations_become_percentages(table, tmp_path):
     frame = layers_table(model, counting.modules, durations)
     assert frame.set_index("module name").loc["conv", "duration[%]"] == pytest.approx(0.6)
     assert frame.iloc[-1]["duration[%]"] == pytest.approx(1.0)
-    paths = write_layers_table(frame, tmp_path)
+    paths = write_files(tmp_path, layers_files(frame))
     assert sorted(p.name for p in paths) == ["layers.csv", "layers.txt"]
     assert "60.00%" in (tmp_path / "layers.txt").read_text()
     assert list(pd.read_csv(tmp_path / "layers.csv").columns) == LAYER_COLUMNS

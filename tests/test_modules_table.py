@@ -7,9 +7,10 @@ import pytest
 import torch
 from torch import nn
 
+from profiling.reports.files import write_files
 from profiling.counting import count_ops
 from profiling.reports.modules_table import (MODULE_COLUMNS, modules_table,
-                                             render_modules_text, write_modules_table)
+                                             render_modules_text, modules_files)
 
 
 class _Block(nn.Module):
@@ -87,7 +88,7 @@ def test_text_states_conventions_and_annotates_the_architecture(counted, tmp_pat
     assert "(spare): Linear(" in architecture and "#MACs: -" in architecture
     shallow = render_modules_text(model, table, max_depth=1)
     assert "block.fc.weight" not in shallow.split("_Net(")[0]
-    paths = write_modules_table(model, counting.modules, tmp_path)
+    paths = write_files(tmp_path, modules_files(model, counting.modules))
     assert sorted(p.name for p in paths) == ["modules.csv", "modules.txt"]
     written = pd.read_csv(tmp_path / "modules.csv")
     assert written["module"].iloc[0] == "model" and written["macs"].iloc[0] == 108

@@ -14,9 +14,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from profiling.errors import ProfilingError
 from profiling.reports.files import write_files
-from profiling.reports.layers_table import layers_table, render_layers_text
+from profiling.reports.layers_table import layers_files, layers_table
 from profiling.reports.metadata import host_name, run_metadata
-from profiling.reports.modules_table import modules_table, render_modules_text
+from profiling.reports.modules_table import modules_files
 from profiling.reports.payload_log import format_payload_log
 from profiling.reports.summary import format_summary
 from profiling.roofline import Ceilings, add_roofline_columns, ceilings_for_device, load_ceilings
@@ -178,10 +178,8 @@ def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
 
 
 def _count_tables(model: torch.nn.Module, counter: Any) -> dict[str, Any]:
-    layers = layers_table(model, counter.modules)
-    modules = modules_table(model, counter.modules)
-    return {"layers.csv": layers, "layers.txt": render_layers_text(layers),
-            "modules.csv": modules, "modules.txt": render_modules_text(model, modules)}
+    return {**layers_files(layers_table(model, counter.modules)),
+            **modules_files(model, counter.modules)}
 
 
 def _ceilings_reference(cfg: DictConfig, ceilings: Ceilings) -> str:

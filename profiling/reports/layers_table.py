@@ -16,17 +16,15 @@ types torchstat does not know fall back to the dispatcher's counts.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Mapping, Optional, Union
+from typing import Any, Mapping, Optional
 
 import pandas as pd
 from torch import nn
 
 from ..counting.modules import ModuleRecord, is_leaf
 from ..counting.torchstat import torchstat_metrics
-from .files import write_files
 
-__all__ = ["LAYER_COLUMNS", "layers_table", "render_layers_text", "write_layers_table"]
+__all__ = ["LAYER_COLUMNS", "layers_table", "render_layers_text", "layers_files"]
 
 LAYER_COLUMNS = ["module name", "input shape", "output shape", "params", "memory(MB)", "MAdd",
                  "Flops", "MemRead(B)", "MemWrite(B)", "duration[%]", "MemR+W(B)"]
@@ -129,7 +127,7 @@ def render_layers_text(table: pd.DataFrame) -> str:
     ])
 
 
-def write_layers_table(table: pd.DataFrame, directory: Union[str, Path]) -> list[Path]:
-    """Write ``layers.csv`` (numbers) and ``layers.txt`` (torchstat's printout) into
-    ``directory``, whole files at once."""
-    return write_files(directory, {"layers.csv": table, "layers.txt": render_layers_text(table)})
+def layers_files(table: pd.DataFrame) -> dict[str, Any]:
+    """``{"layers.csv": numbers, "layers.txt": torchstat's printout}`` for
+    :func:`~profiling.reports.files.write_files`."""
+    return {"layers.csv": table, "layers.txt": render_layers_text(table)}

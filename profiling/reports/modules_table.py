@@ -15,18 +15,16 @@ The CSV's columns: ``module`` (dotted path; the root is ``model``, listed first)
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Mapping, Optional, Union
+from typing import Any, Mapping, Optional
 
 import pandas as pd
 from torch import nn
 
 from ..counting.counts import COUNT_FIELDS
 from ..counting.modules import ModuleRecord, parameter_count
-from .files import write_files
 
 __all__ = ["MODULE_COLUMNS", "CONVENTIONS", "modules_table", "render_modules_text",
-           "write_modules_table"]
+           "modules_files"]
 
 MODULE_COLUMNS = ["module", "depth", "kind", "type", "shape", "params", *COUNT_FIELDS, "calls"]
 ROOT = "model"
@@ -134,10 +132,9 @@ def render_modules_text(model: nn.Module, table: pd.DataFrame,
     ]) + "\n"
 
 
-def write_modules_table(model: nn.Module, records: Mapping[str, ModuleRecord],
-                        directory: Union[str, Path], max_depth: Optional[int] = None
-                        ) -> list[Path]:
-    """Write ``modules.csv`` and ``modules.txt`` into ``directory``, whole files at once."""
+def modules_files(model: nn.Module, records: Mapping[str, ModuleRecord],
+                  max_depth: Optional[int] = None) -> dict[str, Any]:
+    """``{"modules.csv": ..., "modules.txt": ...}`` for
+    :func:`~profiling.reports.files.write_files`."""
     table = modules_table(model, records)
-    return write_files(directory, {"modules.csv": table,
-                                   "modules.txt": render_modules_text(model, table, max_depth)})
+    return {"modules.csv": table, "modules.txt": render_modules_text(model, table, max_depth)}
