@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from profiling.reports.files import write_files
 from profiling.counting import OpCounting, count_ops
+from profiling.reports.files import write_files
 from profiling.reports.layers_table import (LAYER_COLUMNS, layers_table, render_layers_text,
                                             layers_files)
 
