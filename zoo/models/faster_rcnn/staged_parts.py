@@ -23,6 +23,13 @@ from torchvision.ops.poolers import _filter_input, _setup_scales
 
 from profiling import probe, stage
 
+#: Per pyramid level: the names of its inner, layer and interpolate stages and of its top-down
+#: and lateral probes, made once rather than in every forward.
+_LEVEL_NAMES = [(f"backbonefpn_fpn_inner_{i}", f"backbonefpn_fpn_layer_{i}",
+                 f"backbonefpn_fpn_interpolate{i}", f"sum{i}_topdown", f"sum{i}_lateral")
+                for i in range(16)]
+_HEAD_NAMES = [f"rpn_head_on_{n}_features" for n in range(17)]
+
 __all__ = ["stage_parts", "unstage_parts"]
 
 
@@ -40,11 +47,11 @@ class StagedFPN(FeaturePyramidNetwork):
     """Per level ``inner_i``, ``interpolate{i}``, the ``sum{i}`` probes, ``layer_i``; ``extra``."""
 
     def _inner(self, x: torch.Tensor, idx: int) -> torch.Tensor:
-        with stage(f"backbonefpn_fpn_inner_{idx}", x) as s:
+        with stage(_LEVEL_NAMES[idx][0], x) as s:
             return s.output(self.inner_blocks[idx](x))
 
     def _layer(self, x: torch.Tensor, idx: int) -> torch.Tensor:
-        with stage(f"backbonefpn_fpn_layer_{idx}", x) as s:
+        with stage(_LEVEL_NAMES[idx][1], x) as s:
             return s.output(self.layer_blocks[idx](x))
 
     def forward(self, x: "dict[str, torch.Tensor]") -> "OrderedDict[str, torch.Tensor]":
@@ -54,11 +61,11 @@ class StagedFPN(FeaturePyramidNetwork):
         results = [self._layer(last_inner, last)]
         for idx in range(last - 1, -1, -1):
             inner_lateral = self._inner(features[idx], idx)
-            with stage(f"backbonefpn_fpn_interpolate{idx}", last_inner) as s:
+            with stage(_LEVEL_NAMES[idx][2], last_inner) as s:
                 inner_top_down = s.output(F.interpolate(last_inner, size=inner_lateral.shape[-2:],
                                                         mode="nearest"))
-            probe(f"sum{idx}_topdown", inner_top_down)
-            probe(f"sum{idx}_lateral", inner_lateral)
+            probe(_LEVEL_NAMES[idx][3], inner_top_down)
+            probe(_LEVEL_NAMES[idx][4], inner_lateral)
             last_inner = inner_lateral + inner_top_down
             results.insert(0, self._layer(last_inner, idx))
         if self.extra_blocks is not None:
@@ -73,7 +80,7 @@ class StagedRPNHead(RPNHead):
 
     def forward(self, x: "list[torch.Tensor]"):
         logits, bbox_reg = [], []
-        with stage(f"rpn_head_on_{len(x)}_features", x):
+        with stage(_HEAD_NAMES[len(x)], x):
             for feature in x:
                 with stage("rpn_head_details_conv_per_feature", feature) as s:
                     t = s.output(self.conv(feature))
