@@ -26,7 +26,8 @@ from .errors import ConfigError
 from .extras import optional_outputs
 from .progress import ForwardProgress
 
-__all__ = ["ProfileRun", "run_profile", "resolve_device", "build_model"]
+__all__ = ["ProfileRun", "run_profile", "resolve_device", "build_model", "make_inputs",
+           "prepare"]
 
 
 @dataclass
@@ -104,6 +105,17 @@ def make_inputs(cfg: DictConfig, model: torch.nn.Module, device: torch.device
     return inputs, notes
 
 
+def prepare(cfg: DictConfig, device: torch.device
+            ) -> tuple[torch.nn.Module, tuple[Any, ...], dict[str, str], list[str]]:
+    """The model in eval mode on ``device``, its seeded inputs, its attached stages, and notes
+    (padding; on the meta device, what the model assumes there)."""
+    model = build_model(cfg.model, int(cfg.run.seed)).eval().to(device)
+    inputs, notes = make_inputs(cfg, model, device)
+    if device.type == "meta" and model.meta_note():
+        notes.append(model.meta_note())
+    return model, inputs, model.stage_paths(), notes
+
+
 def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
                 print_summary: Optional[bool] = None) -> ProfileRun:
     """Build the model, profile it and write the run's files into ``run_dir``.
@@ -115,14 +127,7 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     repeats, warmup = int(cfg.run.repeats), int(cfg.run.warmup)
     check_run_options(warmup, repeats)  # before the model is built: fail fast
     collectors = _collectors(cfg)
-    model = build_model(cfg.model, int(cfg.run.seed)).eval().to(device)
-    inputs, notes = make_inputs(cfg, model, device)
-    if device.type == "meta":
-        warmup, repeats = 0, 1
-        note = model.meta_note()
-        if note:
-            notes.append(note)
-    attach = model.stage_paths()
+    model, inputs, attach, notes = prepare(cfg, device)
     with ForwardProgress(str(cfg.model.name)) as progress:
         result = profile_model(model, inputs, collectors=collectors, warmup=warmup,
                                repeats=repeats, attach=attach, progress=progress)

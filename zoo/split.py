@@ -32,7 +32,7 @@ from profiling.reports.files import write_files
 from profiling.reports.runs import RunRecord, read_run
 from profiling.split import analyse_cuts, best_cuts, cut_table, split_latency
 
-from .app import build_model, make_inputs
+from .app import prepare
 from .cli import check_overrides, compose_config, fail
 
 __all__ = ["main", "split_config"]
@@ -135,10 +135,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 def _analyse(cfg, args, device_run: Optional[RunRecord], server_run: Optional[RunRecord]
              ) -> tuple[dict[str, Any], list[str]]:
     device = torch.device("meta" if args.meta else "cpu")
-    model = build_model(cfg.model, int(cfg.run.seed)).eval().to(device)
-    inputs, notes = make_inputs(cfg, model, device)
+    model, inputs, attach, notes = prepare(cfg, device)
     codec = None if args.meta or args.codec == "none" else args.codec
-    attach = model.stage_paths()
     cuts = cut_table(analyse_cuts(model, inputs, attach=attach, codec=codec), codec)
     files: dict[str, Any] = {"cuts.csv": cuts}
     latency = None
