@@ -45,9 +45,11 @@ def read_state_dict(path: str, *, allow_pickle: bool = False) -> dict[str, torch
     return loaded
 
 
-def load_checkpoint(model: torch.nn.Module, path: str, *, allow_pickle: bool = False,
+def load_checkpoint(model: torch.nn.Module, path: Optional[str], *, allow_pickle: bool = False,
                     key_map: Optional[Callable[[str], str]] = None) -> torch.nn.Module:
     """Load the checkpoint at ``path`` into ``model`` strictly and return the model.
+
+    No ``path`` (``None`` or empty, a builder's default) leaves the random weights as they are.
 
     Args:
         key_map: renames each checkpoint key to the model's name (for checkpoints whose
@@ -57,6 +59,8 @@ def load_checkpoint(model: torch.nn.Module, path: str, *, allow_pickle: bool = F
         ConfigError: for a missing, unreadable or mismatched file, with one line that names
             the first mismatches.
     """
+    if not path:
+        return model
     state_dict = read_state_dict(path, allow_pickle=allow_pickle)
     if key_map is not None:
         state_dict = {key_map(key): value for key, value in state_dict.items()}

@@ -105,12 +105,6 @@ def _build(builder: Callable[..., nn.Module], library: str, arch: str, **kwargs:
             from None
 
 
-def _finish(model: ZooModel, checkpoint: Optional[str], allow_pickle: bool) -> ZooModel:
-    if checkpoint is not None:
-        load_checkpoint(model, checkpoint, allow_pickle=allow_pickle)
-    return model
-
-
 @register_model(name="torchvision")
 def torchvision_model(*, arch: str = "resnet50", num_classes: Optional[int] = None,
                       in_channels: int = 3, arch_options: Optional[dict] = None,
@@ -144,10 +138,10 @@ def torchvision_model(*, arch: str = "resnet50", num_classes: Optional[int] = No
         _replace_first_conv(model, first_conv, in_channels)
     exact = getattr(model, "image_size", None)
     exact = (exact, exact) if isinstance(exact, int) else None
-    return _finish(as_zoo_model(model, in_channels=in_channels, first_conv=first_conv,
-                                default_input_size=exact or _torchvision_size(arch),
-                                exact_size=exact),
-                   checkpoint, checkpoint_allow_pickle)
+    zoo_model = as_zoo_model(model, in_channels=in_channels, first_conv=first_conv,
+                             default_input_size=exact or _torchvision_size(arch),
+                             exact_size=exact)
+    return load_checkpoint(zoo_model, checkpoint, allow_pickle=checkpoint_allow_pickle)
 
 
 def _torchvision_size(arch: str) -> tuple[int, int]:
@@ -195,6 +189,6 @@ def timm_model(*, arch: str = "resnet50", num_classes: Optional[int] = None,
     first_conv = config.get("first_conv") or _first_conv_path(model)
     if isinstance(first_conv, (list, tuple)):
         first_conv = first_conv[0]
-    return _finish(as_zoo_model(model, in_channels=in_channels, default_input_size=size,
-                                first_conv=first_conv, exact_size=exact),
-                   checkpoint, checkpoint_allow_pickle)
+    zoo_model = as_zoo_model(model, in_channels=in_channels, default_input_size=size,
+                             first_conv=first_conv, exact_size=exact)
+    return load_checkpoint(zoo_model, checkpoint, allow_pickle=checkpoint_allow_pickle)

@@ -36,6 +36,4 @@ def faster_rcnn(*, num_classes: int = 91, min_size: int = 800, max_size: int = 1
                        box_detections_per_img=box_detections_per_img)
     stage_parts(model)
     model.__class__ = StagedFasterRCNN
-    if checkpoint:
-        load_checkpoint(model, checkpoint, allow_pickle=checkpoint_allow_pickle)
-    return model.eval()
+    return load_checkpoint(model, checkpoint, allow_pickle=checkpoint_allow_pickle).eval()

@@ -14,12 +14,6 @@ from .unet import GMFlowUNet
 __all__ = ["gmflow", "gmflow_refine", "gmflow_unet"]
 
 
-def _build(model: GMFlow, checkpoint: Optional[str], allow_pickle: bool) -> GMFlow:
-    if checkpoint is not None:
-        load_checkpoint(model, checkpoint, allow_pickle=allow_pickle)
-    return model
-
-
 @register_model
 def gmflow(*, in_channels: int = 3, first_kernel_size: int = 7, first_stride: int = 2,
            feature_channels: int = 128, num_transformer_layers: int = 6, num_head: int = 1,
@@ -48,7 +42,7 @@ def gmflow(*, in_channels: int = 3, first_kernel_size: int = 7, first_stride: in
     """
     options = dict(locals())
     checkpoint, allow_pickle = options.pop("checkpoint"), options.pop("checkpoint_allow_pickle")
-    return _build(GMFlow(**options), checkpoint, allow_pickle)
+    return load_checkpoint(GMFlow(**options), checkpoint, allow_pickle=allow_pickle)
 
 
 @register_model
@@ -68,7 +62,7 @@ def gmflow_refine(*, in_channels: int = 3, first_kernel_size: int = 7, first_str
     """
     options = dict(locals())
     checkpoint, allow_pickle = options.pop("checkpoint"), options.pop("checkpoint_allow_pickle")
-    return _build(GMFlowRefine(**options), checkpoint, allow_pickle)
+    return load_checkpoint(GMFlowRefine(**options), checkpoint, allow_pickle=allow_pickle)
 
 
 @register_model
@@ -89,4 +83,4 @@ def gmflow_unet(*, in_channels: int = 3, first_kernel_size: int = 7, first_strid
     """
     options: dict[str, Any] = dict(locals())
     checkpoint, allow_pickle = options.pop("checkpoint"), options.pop("checkpoint_allow_pickle")
-    return _build(GMFlowUNet(**options), checkpoint, allow_pickle)
+    return load_checkpoint(GMFlowUNet(**options), checkpoint, allow_pickle=allow_pickle)

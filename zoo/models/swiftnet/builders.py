@@ -44,7 +44,5 @@ def swiftnet(*, in_channels: int = 3, num_classes: int = 19, batch_norm: bool = 
                      num_features=num_features, spp_grids=spp_grids,
                      upsample_kernel=upsample_kernel, preact_skip=preact_skip,
                      img_mean=img_mean, img_std=img_std)
-    if checkpoint is not None:
-        load_checkpoint(model, checkpoint, allow_pickle=checkpoint_allow_pickle,
-                        key_map=official_key)
-    return model
+    return load_checkpoint(model, checkpoint, allow_pickle=checkpoint_allow_pickle,
+                           key_map=official_key)
