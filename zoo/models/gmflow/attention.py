@@ -32,15 +32,13 @@ FUSED_MIN_KEYS_CPU = 128
 
 
 def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *,
-           mask: Optional[torch.Tensor] = None, scale: Optional[float] = None,
-           impl: str = "sdpa") -> torch.Tensor:
-    """``softmax(query @ key^T * scale + mask) @ value`` over the last two dimensions.
+           mask: Optional[torch.Tensor] = None, impl: str = "sdpa") -> torch.Tensor:
+    """``softmax(query @ key^T / sqrt(E) + mask) @ value`` over the last two dimensions.
 
     Args:
         query: ``[..., Lq, E]``; key: ``[..., Lk, E]``; value: ``[..., Lk, Ev]``.
         mask: broadcastable to ``[..., Lq, Lk]``: added to the scores when floating point;
             when boolean, ``False`` excludes a key.
-        scale: the score scale, ``1/sqrt(E)`` when ``None``.
         impl: ``"sdpa"`` (fused kernel, see :data:`FUSED_MIN_KEYS_CPU`) or ``"math"``
             (explicit, as the official code).
 
@@ -50,9 +48,9 @@ def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *,
     """
     if (impl == "sdpa" and not is_counting()
             and (query.device.type != "cpu" or key.shape[-2] >= FUSED_MIN_KEYS_CPU)):
-        return _fused_attention(query, key, value, mask, scale)
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = torch.matmul(query, key.transpose(-2, -1)) * scale
+        return _fused_attention(query, key, value, mask)
+    # divided by sqrt(E), not multiplied by its inverse: the official code's rounding
+    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(query.shape[-1])
     if mask is not None:
         scores = (scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool
                   else scores + mask)
@@ -60,7 +58,7 @@ def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *,
 
 
 def _fused_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                     mask: Optional[torch.Tensor], scale: Optional[float]) -> torch.Tensor:
+                     mask: Optional[torch.Tensor]) -> torch.Tensor:
     """:func:`~torch.nn.functional.scaled_dot_product_attention` in the form its fused kernels
     take: 4-D tensors, and values as wide as the queries. GMFlow's matching and propagation
     attend to 2-channel values (pixel positions, flow); those are zero-padded to the query
@@ -72,9 +70,9 @@ def _fused_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
     if query.dim() == 3:
         out = F.scaled_dot_product_attention(
             query[:, None], key[:, None], value[:, None],
-            attn_mask=None if mask is None else mask.unsqueeze(-3), scale=scale)[:, 0]
+            attn_mask=None if mask is None else mask.unsqueeze(-3))[:, 0]
     else:
-        out = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scale)
+        out = F.scaled_dot_product_attention(query, key, value, attn_mask=mask)
     return out[..., :width]
 
 

@@ -36,6 +36,7 @@ def flow_warp(feature: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
     (bilinear, zeros outside the map)."""
     b, _, h, w = feature.shape
     coords = coords_grid(b, h, w, device=flow.device, dtype=flow.dtype) + flow
-    coords = coords.permute(0, 2, 3, 1)
-    return F.grid_sample(feature, normalize_coords(coords, h, w), mode="bilinear",
-                         padding_mode="zeros", align_corners=True)
+    # 2x/(W-1) - 1 rather than normalize_coords: the official warp's rounding
+    grid = torch.stack((2 * coords[:, 0] / (w - 1) - 1, 2 * coords[:, 1] / (h - 1) - 1), dim=-1)
+    return F.grid_sample(feature, grid, mode="bilinear", padding_mode="zeros",
+                         align_corners=True)

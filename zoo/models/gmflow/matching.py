@@ -8,8 +8,6 @@ kernel then never materialises the ``[B, H*W, H*W]`` correlation volume.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 
@@ -36,7 +34,7 @@ def global_correlation_softmax(feature0: torch.Tensor, feature1: torch.Tensor, *
         b *= 2
     init_grid = coords_grid(b, h, w, device=feature0.device, dtype=feature0.dtype)
     positions = init_grid.flatten(2).transpose(1, 2)  # [B, H*W, 2]
-    correspondence = attend(tokens0, tokens1, positions, scale=1.0 / math.sqrt(c), impl=impl)
+    correspondence = attend(tokens0, tokens1, positions, impl=impl)
     return correspondence.transpose(1, 2).view(b, 2, h, w) - init_grid
 
 
@@ -61,5 +59,5 @@ def local_correlation_softmax(feature0: torch.Tensor, feature1: torch.Tensor, ra
     query = feature0.flatten(2).transpose(1, 2)[:, :, None, :]  # [B, H*W, 1, C]
     key = window_features.permute(0, 2, 3, 1)  # [B, H*W, (2R+1)^2, C]
     correspondence = attend(query, key, candidates, mask=inside[:, :, None, :],
-                            scale=1.0 / math.sqrt(c), impl="math")  # [B, H*W, 1, 2]
+                            impl="math")  # [B, H*W, 1, 2]
     return correspondence.squeeze(2).transpose(1, 2).reshape(b, 2, h, w) - init_grid

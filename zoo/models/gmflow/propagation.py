@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -40,7 +38,7 @@ class FeatureFlowAttention(nn.Module):
         query = self.q_proj(feature0.flatten(2).transpose(1, 2))  # [B, H*W, C]
         key = self.k_proj(query)
         value = flow.flatten(2).transpose(1, 2)  # [B, H*W, 2]
-        out = attend(query, key, value, scale=1.0 / math.sqrt(c), impl=self.attention_impl)
+        out = attend(query, key, value, impl=self.attention_impl)
         return out.transpose(1, 2).reshape(b, flow.shape[1], h, w)
 
     def _local(self, feature0: torch.Tensor, flow: torch.Tensor, radius: int) -> torch.Tensor:
@@ -57,7 +55,7 @@ class FeatureFlowAttention(nn.Module):
 
         # one query per pixel against (2R+1)² keys: plain math (see local_correlation_softmax)
         out = attend(query, neighbourhoods(key_map), neighbourhoods(flow),
-                     scale=1.0 / math.sqrt(c), impl="math")  # [B, H*W, 1, 2]
+                     impl="math")  # [B, H*W, 1, 2]
         return out.squeeze(2).transpose(1, 2).reshape(b, 2, h, w)
 
 
