@@ -20,7 +20,8 @@ from profiling import is_counting
 
 from .utils import merge_windows, split_windows
 
-__all__ = ["ATTENTION_IMPLS", "attend", "full_attention", "split_window_attention"]
+__all__ = ["ATTENTION_IMPLS", "attend", "full_attention", "fused_value_width",
+           "split_window_attention"]
 
 #: the accepted values of the ``attention_impl`` option.
 ATTENTION_IMPLS = ("sdpa", "math")
@@ -57,16 +58,30 @@ def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *,
     return torch.matmul(torch.softmax(scores, dim=-1), value)
 
 
+def fused_value_width(query: torch.Tensor, value_width: int) -> int:
+    """The value width :func:`attend` hands the fused kernel for ``value_width``-channel values.
+
+    GMFlow's matching and propagation attend to 2-channel values (pixel positions, flow), which
+    no fused kernel takes as they are. On the CPU, the flash kernel wants values as wide as the
+    queries. On CUDA, float32 runs on the memory-efficient kernel, which wants widths divisible
+    by 4 (8 in half precision); padding only that far keeps its ``probabilities @ values`` GEMM
+    as small as the official 2-channel one, not ``query width / 2`` times larger.
+    """
+    if query.device.type == "cpu":
+        return max(value_width, query.shape[-1])
+    return -(-value_width // 8) * 8
+
+
 def _fused_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                      mask: Optional[torch.Tensor]) -> torch.Tensor:
     """:func:`~torch.nn.functional.scaled_dot_product_attention` in the form its fused kernels
-    take: 4-D tensors, and values as wide as the queries. GMFlow's matching and propagation
-    attend to 2-channel values (pixel positions, flow); those are zero-padded to the query
-    width and the padding dropped after, which on the CPU turns a fallback slower than plain
-    math into the flash kernel (5x faster for 7168 tokens)."""
+    take: 4-D tensors, and values zero-padded to :func:`fused_value_width` (the padding is
+    dropped after). On the CPU, this turns a fallback slower than plain math into the flash
+    kernel (5x faster for 7168 tokens)."""
     width = value.shape[-1]
-    if width < query.shape[-1]:
-        value = F.pad(value, (0, query.shape[-1] - width))
+    padded = fused_value_width(query, width)
+    if padded > width:
+        value = F.pad(value, (0, padded - width))
     if query.dim() == 3:
         out = F.scaled_dot_product_attention(
             query[:, None], key[:, None], value[:, None],

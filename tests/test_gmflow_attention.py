@@ -1,0 +1,37 @@
+"""GMFlow's attention helper: the fused and the explicit path compute the same attention, and
+the fused path hands each device's kernel values of the width it takes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from zoo.models.gmflow import attention
+from zoo.models.gmflow.attention import attend, fused_value_width
+
+
+@pytest.mark.parametrize("value_width", [2, 128])
+def test_fused_and_explicit_attention_agree(monkeypatch, value_width):
+    monkeypatch.setattr(attention, "FUSED_MIN_KEYS_CPU", 0)
+    generator = torch.Generator().manual_seed(0)
+    query, key = (torch.randn(2, 48, 128, generator=generator) for _ in range(2))
+    value = torch.randn(2, 48, value_width, generator=generator)
+    mask = torch.rand(2, 48, 48, generator=generator) > 0.3
+    mask[..., 0] = True  # every query keeps a key
+    for options in ({}, {"mask": mask}):
+        fused = attend(query, key, value, impl="sdpa", **options)
+        explicit = attend(query, key, value, impl="math", **options)
+        assert fused.shape == (2, 48, value_width)
+        torch.testing.assert_close(fused, explicit, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device, value_width, expected", [
+    ("cpu", 2, 128),   # the CPU flash kernel wants values as wide as the queries
+    ("cpu", 128, 128),
+    ("meta", 2, 8),    # any other device: the next multiple of 8 (CUDA's memory-efficient kernel)
+    ("meta", 12, 16),
+    ("meta", 128, 128),
+])
+def test_fused_value_width(device, value_width, expected):
+    query = torch.empty(1, 4, 128, device=device)
+    assert fused_value_width(query, value_width) == expected
