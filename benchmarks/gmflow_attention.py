@@ -71,7 +71,8 @@ def compare(model_name: str, device: str, size: tuple[int, int], batch: int, war
     median = {impl: statistics.median(values) for impl, values in times.items()}
     best = {impl: min(values) for impl, values in times.items()}
     ratio = median["math"] / median["sdpa"]
-    name = torch.cuda.get_device_name() if device == "cuda" else f"{torch.get_num_threads()} threads"
+    name = (torch.cuda.get_device_name() if device == "cuda"
+            else f"{torch.get_num_threads()} threads")
     line = (f"{model_name} {device} ({name}) {batch}x3x{size[0]}x{size[1]}, {repeats} repeats: "
             f"sdpa {median['sdpa']:.1f} ms (best {best['sdpa']:.1f}), math {median['math']:.1f} "
             f"ms (best {best['math']:.1f}); math/sdpa = {ratio:.2f}x (best "

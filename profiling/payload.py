@@ -125,7 +125,8 @@ def _children(value: Any) -> tuple[Optional[str], list[tuple[Any, Any]]]:
     return None, []
 
 
-def iter_leaves(node: Optional[PayloadNode], path: tuple = ()) -> Iterator[tuple[tuple, TensorLeaf]]:
+def iter_leaves(node: Optional[PayloadNode], path: tuple = ()
+                ) -> Iterator[tuple[tuple, TensorLeaf]]:
     """Yield ``(path, leaf)`` for every tensor below ``node``, depth first, in order.
 
     A path is a tuple of ``(group_kind, key)`` steps from the root.

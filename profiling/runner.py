@@ -62,7 +62,8 @@ def _passes(collectors: Sequence[Union[str, Collector]]
     for collector in objects:
         groups.setdefault(collector.pass_name, []).append(collector)
     timing = groups.pop("timed", [])
-    ranked = sorted(groups, key=lambda n: PASS_ORDER.index(n) if n in PASS_ORDER else len(PASS_ORDER))
+    ranked = sorted(groups, key=lambda n: PASS_ORDER.index(n) if n in PASS_ORDER
+                    else len(PASS_ORDER))
     return [(name, groups[name]) for name in ranked], timing
 
 

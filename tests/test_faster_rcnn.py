@@ -100,7 +100,10 @@ def test_payload_log_matches_the_seed_except_known_differences(profiled, model):
     # the seed printed body shapes for FPN outputs [1]-[4] by mistake; every FPN level has 256
     fixed_seed = [re.sub(r"backbone_fpn_out.*", "", line) for line in seed]
     fixed_ours = [re.sub(r"backbone_fpn_out.*", "", line) for line in ours]
-    proposals = lambda lines: [re.sub(r"torch.Size\(\[\d+,", "torch.Size([N,", l) for l in lines]
+
+    def proposals(lines: list[str]) -> list[str]:
+        return [re.sub(r"torch.Size\(\[\d+,", "torch.Size([N,", line) for line in lines]
+
     # the same lines, in execution order (the seed logged fc6/fc7 after the predictor)
     assert sorted(proposals(fixed_ours)) == sorted(proposals(fixed_seed))
     assert len(ours) == len(seed) == 90

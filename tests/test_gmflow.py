@@ -233,7 +233,8 @@ def test_padded_input_runs_and_replicates_edges():
 
 
 @pytest.mark.parametrize("options, message", [
-    (dict(attention_type="linear"), "attention_type='linear' is not supported; accepted: swin, full"),
+    (dict(attention_type="linear"),
+     "attention_type='linear' is not supported; accepted: swin, full"),
     (dict(attention_impl="flash"), "accepted: sdpa, math"),
     (dict(upsample_factor=16), "accepted: 4, 8"),
     (dict(num_head=3), "num_head=3 does not divide feature_channels=128"),

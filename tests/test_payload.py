@@ -53,7 +53,8 @@ def test_views_count_their_logical_size():
 
 
 def test_log_lines_in_the_seed_layout():
-    features = OrderedDict([("0", torch.zeros(1, 256, 200, 200)), ("pool", torch.zeros(1, 256, 13, 13))])
+    features = OrderedDict([("0", torch.zeros(1, 256, 200, 200)),
+                            ("pool", torch.zeros(1, 256, 13, 13))])
     lines = format_payload_lines("backbone_fpn_out([features])", walk_payload(features))
     assert lines == [
         "backbone_fpn_out([features])[0] :: torch.Size([1, 256, 200, 200]) 40.96 Mb",

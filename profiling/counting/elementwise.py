@@ -201,4 +201,3 @@ if hasattr(aten, "_fused_rms_norm"):
         x, weight = args[0], args[2] if len(args) > 2 else None
         return OpCost(flops=(3 + isinstance(weight, torch.Tensor)) * x.numel(),
                       bytes_written=tensor_bytes(tensors_in(out)[0]))
-

@@ -129,4 +129,3 @@ def parameter_count(module: nn.Module, *, recurse: bool = True) -> int:
 def is_leaf(module: nn.Module) -> bool:
     """Whether ``module`` has no child modules."""
     return next(iter(module.children()), None) is None
-

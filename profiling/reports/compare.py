@@ -79,7 +79,8 @@ def format_comparison(table: pd.DataFrame, a: RunRecord, b: RunRecord, *,
               ("forward median (ms)", forward_median(a.meta), forward_median(b.meta))]
     for name, first, second in totals:
         if first is not None or second is not None:
-            lines.append(f"{name}: {first} -> {second} ({_change(first or np.nan, second or np.nan)})")
+            change = _change(first or np.nan, second or np.nan)
+            lines.append(f"{name}: {first} -> {second} ({change})")
     blocks = [(label, metric, scale) for label, metric, scale in (
         ("time ms", _first(table, "cuda_time_ms_median", "cpu_time_ms_median"), 1.0),
         ("out MB", "out_bytes", 1e-6),
@@ -94,7 +95,8 @@ def format_comparison(table: pd.DataFrame, a: RunRecord, b: RunRecord, *,
         line = f"{label:<46}"
         for _, metric, scale in blocks:
             first, second = row[f"{metric}_a"], row[f"{metric}_b"]
-            line += f"{_cell(first, scale):>12}{_cell(second, scale):>12}{_change(first, second):>10}"
+            line += (f"{_cell(first, scale):>12}{_cell(second, scale):>12}"
+                     f"{_change(first, second):>10}")
         lines.append(line)
     return "\n".join(lines)
 
@@ -102,5 +104,3 @@ def format_comparison(table: pd.DataFrame, a: RunRecord, b: RunRecord, *,
 def _first(table: pd.DataFrame, *metrics: str) -> Optional[str]:
     return next((m for m in metrics if f"{m}_a" in table and
                  (table[f"{m}_a"].notna().any() or table[f"{m}_b"].notna().any())), None)
-
-

@@ -29,7 +29,6 @@ from .utils import image_statistics
 __all__ = ["GMFlow", "gmflow_stage_names", "Prediction"]
 
 
-
 def _correlation_stage(radius: int) -> str:
     return "global_correlation_softmax" if radius == -1 else "local_correlation_softmax"
 

@@ -131,4 +131,3 @@ def _channel_stats(values: Optional[Sequence[float]], official: Sequence[float],
         raise ConfigError(f"{name} has {len(values)} values for in_channels={channels}; "
                           f"give one value per input channel")
     return torch.tensor(values).view(1, channels, 1, 1)
-
