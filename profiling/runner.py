@@ -19,7 +19,7 @@ from .stages import StageCall
 __all__ = ["ProfileResult", "profile_model", "check_run_options", "call_model", "PASS_ORDER"]
 
 #: The untimed passes, in the order they run; the timed forwards come last.
-PASS_ORDER = ("analysis", "liveness", "counting")
+PASS_ORDER = ("analysis", "liveness", "counting", "layers")
 
 #: Outer collectors first: the timers sit innermost so they measure the least of the others.
 _NESTING_ORDER = ("cpu_memory", "cuda_memory", "trace_ranges", "cuda_time", "cpu_time")
@@ -161,8 +161,8 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
             timed_forwards = timed.forwards[int(warmup):]
             if calls is None:
                 calls, events = timed_forwards[0], timed.events
-    output = next(outputs[name] for name in ("timed", "analysis", "liveness", "counting")
-                  if name in outputs)
+    # a timed forward's output, else the first untimed pass's; the counted one only as a last resort
+    output = outputs[min(outputs, key=lambda name: (name == "counting", name != "timed"))]
     return ProfileResult(
         calls=calls, events=events, timed=timed_forwards, forward_ms=forward_ms,
         stages=aggregate_stages(calls, timed_forwards), output=output,

@@ -163,7 +163,7 @@ def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
     extra: dict[str, Any] = {}
     counter = result.collectors.get("op_counts")
     if counter is not None:
-        files.update(_count_tables(model, counter))
+        files.update(_count_tables(model, counter, result.collectors.get("layer_time")))
         extra["uncounted_ops"] = counter.coverage
         extra["totals"] = counter.total.as_dict()
         if ceilings is not None:
@@ -182,8 +182,9 @@ def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
     return files
 
 
-def _count_tables(model: torch.nn.Module, counter: Any) -> dict[str, Any]:
-    return {**layers_files(layers_table(model, counter.modules)),
+def _count_tables(model: torch.nn.Module, counter: Any, layer_time: Any) -> dict[str, Any]:
+    durations = layer_time.durations if layer_time is not None else None
+    return {**layers_files(layers_table(model, counter.modules, durations)),
             **modules_files(model, counter.modules)}
 
 

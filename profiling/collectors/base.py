@@ -25,7 +25,8 @@ class Collector:
             warm-up and repeated forwards carry nothing else); ``"analysis"`` (one untimed
             forward that also records the payload: memory measurements); ``"counting"`` and
             ``"liveness"`` (one untimed forward each, for collectors whose interception would
-            disturb the others' measurements).
+            disturb the others' measurements); ``"layers"`` (one forward timing every leaf
+            module, after the others).
         metrics: the metric names this collector writes into ``StageCall.metrics``.
     """
 

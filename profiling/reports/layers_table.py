@@ -64,8 +64,8 @@ def layers_table(model: nn.Module, records: Mapping[str, ModuleRecord],
     Args:
         model: the model whose modules ``records`` describe.
         records: the operation counter's module records (``OpCounter.modules``).
-        durations: seconds per module path, from a timed pass; without them ``duration[%]``
-            is empty (the counting pass is not timed).
+        durations: seconds per module path (the ``layer_time`` collector); without them
+            ``duration[%]`` is empty (the counting pass is not timed).
     """
     called = sorted((r for r in records.values() if r.calls and r.first_call is not None),
                     key=lambda r: r.first_call)
