@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Every check that needs a CUDA GPU, in one go, for a session that has one:
+#   the CUDA tests, the GMFlow attention benchmark (target >= 1.2x at 448x1024), the profiler's
+#   overhead with CUDA events, and the CUDA reference sweep into results/reference/cuda.
+# Each step's output goes to LOG_DIR (default: results/reference/cuda/logs); a failing step
+# does not stop the others, and the exit status is the number of failed steps.
+#
+#   bash benchmarks/cuda_checks.sh [LOG_DIR] [STEP ...]     STEP: tests attention overhead sweep
+#
+# It needs the project's dependencies (hydra-core and omegaconf included) importable, e.g. with
+# PYTHONPATH=. from the repository root.
+set -u
+log_dir=${1:-results/reference/cuda/logs}
+shift || true
+steps=${*:-tests attention overhead sweep}
+python=${PYTHON:-python3}
+models=faster_rcnn,gmflow,gmflow_refine,gmflow_unet,swiftnet,swin_unet
+mkdir -p "$log_dir"
+failed=0
+
+run_step() {
+    local name=$1
+    shift
+    echo "== $name: $*"
+    "$@" >"$log_dir/$name.log" 2>&1
+    local status=$?
+    if [ "$status" -eq 0 ]; then
+        tail -n 3 "$log_dir/$name.log"
+    else
+        failed=$((failed + 1))
+        echo "!! $name failed (exit $status), see $log_dir/$name.log"
+        tail -n 20 "$log_dir/$name.log"
+    fi
+}
+
+"$python" -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; \
+print(torch.__version__, torch.cuda.get_device_name())" || exit 99
+for step in $steps; do
+    case $step in
+        tests) run_step tests "$python" -m pytest -q -rs tests/test_collectors.py \
+            tests/test_trace.py tests/test_counting.py tests/test_layer_time.py \
+            tests/test_gmflow_attention.py tests/test_runner.py ;;
+        attention) run_step attention "$python" benchmarks/gmflow_attention.py --device cuda \
+            --size 448 1024 --repeats 20 ;;
+        overhead) run_step overhead "$python" benchmarks/overhead.py --device cuda --rounds 15 ;;
+        sweep) run_step sweep "$python" -m zoo.profile -m "model=$models" device=cuda plots=true \
+            summary=false hydra.sweep.dir=results/reference/cuda 'hydra.sweep.subdir=${model.name}' ;;
+        *) echo "unknown step '$step'; accepted: tests attention overhead sweep"; exit 2 ;;
+    esac
+done
+exit "$failed"
