@@ -1,9 +1,24 @@
 """The zoo's error for bad configuration: one line, what is wrong and what is accepted."""
 
+from collections.abc import Sequence
+from typing import Any
+
 from profiling.errors import ProfilingError
 
-__all__ = ["ConfigError"]
+__all__ = ["ConfigError", "check_minimum"]
 
 
 class ConfigError(ProfilingError):
     """A bad model name, option, input size or checkpoint."""
+
+
+def check_minimum(minimum: int, **options: Any) -> None:
+    """Raise :class:`ConfigError` for the first of ``options`` (``name=value``) that is not an
+    integer of at least ``minimum``; a sequence's entries are checked one by one."""
+    for name, value in options.items():
+        is_sequence = isinstance(value, Sequence) and not isinstance(value, str)
+        values = list(value) if is_sequence else [value]
+        if any(isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in values):
+            accepted = f"integers >= {minimum}" if is_sequence else f"an integer >= {minimum}"
+            shown = values if is_sequence else repr(value)
+            raise ConfigError(f"{name}={shown} is not supported; accepted: {accepted}")

@@ -15,7 +15,7 @@ from torch import nn
 
 from profiling import stage
 
-from ..errors import ConfigError
+from ..errors import ConfigError, check_minimum
 
 __all__ = ["ConvBNReLU", "DecoderBlock", "UNetDecoder"]
 
@@ -69,6 +69,7 @@ class UNetDecoder(nn.Module):
                  head_channels: int = 512, scale_factors: Optional[Sequence[int]] = None,
                  stage_prefix: str = "decoder_") -> None:
         super().__init__()
+        check_minimum(1, decoder_channels=decoder_channels, head_channels=head_channels)
         decoder_channels = list(decoder_channels)
         most = min(len(skip_channels), len(decoder_channels))
         if not 0 <= n_skip <= most:

@@ -17,7 +17,7 @@ from torch import nn
 
 from ..base import ZooModel
 from ..checkpoints import load_checkpoint
-from ..errors import ConfigError
+from ..errors import ConfigError, check_minimum
 from ..registry import register_model
 
 __all__ = ["torchvision_model", "timm_model", "as_zoo_model"]
@@ -96,6 +96,12 @@ def _replace_first_conv(model: nn.Module, path: str, in_channels: int) -> None:
     setattr(model.get_submodule(parent_path), name, new)
 
 
+def _check_sizes(in_channels: int, num_classes: Optional[int]) -> None:
+    check_minimum(1, in_channels=in_channels)
+    if num_classes is not None:
+        check_minimum(0, num_classes=num_classes)  # 0: no classifier, as in timm
+
+
 def _build(builder: Callable[..., nn.Module], library: str, arch: str, **kwargs: Any
            ) -> nn.Module:
     try:
@@ -123,6 +129,7 @@ def torchvision_model(*, arch: str = "resnet50", num_classes: Optional[int] = No
     """
     import torchvision
 
+    _check_sizes(in_channels, num_classes)
     available = torchvision.models.list_models()
     if arch not in available:
         raise _unknown_arch("torchvision", arch, available, "torchvision.models.list_models()")
@@ -174,6 +181,7 @@ def timm_model(*, arch: str = "resnet50", num_classes: Optional[int] = None,
     """
     import timm
 
+    _check_sizes(in_channels, num_classes)
     if not timm.is_model(arch):
         raise _unknown_arch("timm", arch, timm.list_models(), "timm.list_models()")
     kwargs = dict(arch_options or {}, pretrained=False, in_chans=in_channels)

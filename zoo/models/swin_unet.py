@@ -13,7 +13,7 @@ from profiling import stage
 from zoo.base import ZooModel
 from zoo.checkpoints import read_state_dict
 from zoo.decoders.unet import UNetDecoder
-from zoo.errors import ConfigError
+from zoo.errors import ConfigError, check_minimum
 from zoo.registry import register_model
 
 __all__ = ["SwinUNet", "swin_unet"]
@@ -53,6 +53,7 @@ class SwinUNet(ZooModel):
                  head_channels: int = 512, n_skip: int = 3, img_size: int | Sequence[int] = 224,
                  encoder_state_dict: Optional[dict[str, torch.Tensor]] = None) -> None:
         super().__init__()
+        check_minimum(1, in_channels=in_channels, num_classes=num_classes)
         self.in_channels = in_channels
         self.encoder = _create_encoder(variant, in_channels, img_size, encoder_state_dict)
         channels = self.encoder.feature_info.channels()

@@ -10,6 +10,7 @@ from torchvision.models.detection.faster_rcnn import FasterRCNN
 from torchvision.ops import FrozenBatchNorm2d
 
 from ...checkpoints import load_checkpoint
+from ...errors import check_minimum
 from ...registry import register_model
 from .model import StagedFasterRCNN
 from .staged_parts import stage_parts
@@ -30,6 +31,9 @@ def faster_rcnn(*, num_classes: int = 91, min_size: int = 800, max_size: int = 1
     (``fasterrcnn_resnet50_fpn_coco-258fb6c6.pth``) or any state dict of the same model from a
     local file. The model is returned in eval mode.
     """
+    check_minimum(1, num_classes=num_classes, min_size=min_size, max_size=max_size,
+                  rpn_post_nms_top_n_test=rpn_post_nms_top_n_test,
+                  box_detections_per_img=box_detections_per_img)
     backbone = _resnet_fpn_extractor(resnet50(weights=None, norm_layer=FrozenBatchNorm2d), 3)
     model = FasterRCNN(backbone, num_classes=num_classes, min_size=min_size, max_size=max_size,
                        rpn_post_nms_top_n_test=rpn_post_nms_top_n_test,

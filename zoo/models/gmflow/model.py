@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from profiling import probe, stage
 from zoo.base import ZooModel
-from zoo.errors import ConfigError
+from zoo.errors import ConfigError, check_minimum
 
 from .attention import ATTENTION_IMPLS
 from .backbone import CNNEncoder
@@ -134,6 +134,8 @@ class GMFlow(ZooModel):
         self.pred_bidir_flow = bool(pred_bidir_flow)
         _check_choice("attention_type", attention_type, ("swin", "full"))
         _check_choice("attention_impl", attention_impl, ATTENTION_IMPLS)
+        check_minimum(1, in_channels=in_channels, ffn_dim_expansion=ffn_dim_expansion)
+        check_minimum(0, num_transformer_layers=num_transformer_layers)
         layer3_stride = self._layer3_stride(upsample_factor, first_stride)
         self._check_architecture(feature_channels, num_head, first_kernel_size)
         self.in_channels = in_channels

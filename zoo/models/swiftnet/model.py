@@ -9,7 +9,7 @@ from torch import nn
 
 from profiling import stage
 from zoo.base import ZooModel
-from zoo.errors import ConfigError
+from zoo.errors import ConfigError, check_minimum
 
 from .blocks import BNReluConv
 from .ladder import LadderDecoder
@@ -54,6 +54,8 @@ class SwiftNet(ZooModel):
                  preact_skip: bool = False, img_mean: Optional[Sequence[float]] = None,
                  img_std: Optional[Sequence[float]] = None) -> None:
         super().__init__()
+        check_minimum(1, in_channels=in_channels, num_classes=num_classes,
+                      num_features=num_features, upsample_kernel=upsample_kernel)
         self.in_channels = in_channels
         self.register_buffer("img_mean", _channel_stats(img_mean, OFFICIAL_MEAN, in_channels,
                                                         "img_mean"))
