@@ -79,6 +79,8 @@ def test_bad_overrides_are_one_line(override, message):
     (["model=nope"], "unknown model 'nope'"),
     (["run.repeats=0"], "run.repeats must be at least 1, got 0"),
     (["input.size=[8,8]"], "too small for Faster R-CNN"),
+    (["input.size=[a,b]"], "input.size must be [H, W] with positive integers, got ['a', 'b']"),
+    (["model.num_classes=0"], "num_classes=0 is not supported; accepted: an integer >= 1"),
     (["model.checkpoint=/does/not/exist.pth"], "checkpoint file not found"),
     pytest.param(["device=cuda"], "no CUDA GPU", marks=pytest.mark.skipif(
         __import__("torch").cuda.is_available(), reason="this machine has a GPU")),

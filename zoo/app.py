@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence, Union
 import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from profiling.errors import ProfilingError
 from profiling.reports.files import write_files
@@ -76,10 +76,12 @@ def _input_size(cfg: DictConfig, model: torch.nn.Module) -> tuple[int, int]:
     size = cfg.input.size
     if size is None:
         return tuple(getattr(model, "default_input_size", (224, 224)))
-    if len(size) != 2 or any(int(s) <= 0 for s in size):
+    pair = list(size) if isinstance(size, ListConfig) else None
+    if pair is None or len(pair) != 2 or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in pair):
         raise ConfigError(f"input.size must be [H, W] with positive integers, got "
-                          f"{list(size)}")
-    return int(size[0]), int(size[1])
+                          f"{pair if pair is not None else repr(size)}")
+    return pair[0], pair[1]
 
 
 def _collectors(cfg: DictConfig) -> list[str]:

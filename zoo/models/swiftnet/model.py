@@ -55,7 +55,8 @@ class SwiftNet(ZooModel):
                  img_std: Optional[Sequence[float]] = None) -> None:
         super().__init__()
         check_minimum(1, in_channels=in_channels, num_classes=num_classes,
-                      num_features=num_features, upsample_kernel=upsample_kernel)
+                      num_features=num_features, upsample_kernel=upsample_kernel,
+                      spp_grids=spp_grids)
         self.in_channels = in_channels
         self.register_buffer("img_mean", _channel_stats(img_mean, OFFICIAL_MEAN, in_channels,
                                                         "img_mean"))
