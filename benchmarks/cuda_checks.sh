@@ -38,7 +38,7 @@ print(torch.__version__, torch.cuda.get_device_name())" || exit 99
 for step in $steps; do
     case $step in
         tests) run_step tests "$python" -m pytest -q -rs tests/test_collectors.py \
-            tests/test_trace.py tests/test_counting.py tests/test_layer_time.py \
+            tests/test_trace.py tests/test_counting.py tests/test_module_time.py \
             tests/test_gmflow_attention.py tests/test_runner.py ;;
         attention) run_step attention "$python" benchmarks/gmflow_attention.py --device cuda \
             --size 448 1024 --repeats 20 ;;

@@ -165,7 +165,7 @@ def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
     extra: dict[str, Any] = {}
     counter = result.collectors.get("op_counts")
     if counter is not None:
-        files.update(_count_tables(model, counter, result.collectors.get("layer_time")))
+        files.update(_count_tables(model, counter, result.collectors.get("module_time")))
         extra["uncounted_ops"] = counter.coverage
         extra["totals"] = counter.total.as_dict()
         if ceilings is not None:
@@ -184,10 +184,11 @@ def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
     return files
 
 
-def _count_tables(model: torch.nn.Module, counter: Any, layer_time: Any) -> dict[str, Any]:
-    durations = layer_time.durations if layer_time is not None else None
-    return {**layers_files(layers_table(model, counter.modules, durations)),
-            **modules_files(model, counter.modules)}
+def _count_tables(model: torch.nn.Module, counter: Any, module_time: Any) -> dict[str, Any]:
+    last_call, total = ((module_time.last_call_seconds, module_time.total_seconds)
+                        if module_time is not None else (None, None))
+    return {**layers_files(layers_table(model, counter.modules, last_call)),
+            **modules_files(model, counter.modules, seconds=total)}
 
 
 def _ceilings_reference(cfg: DictConfig, ceilings: Ceilings) -> str:

@@ -19,7 +19,7 @@ COLLECTORS = {
     "trace_ranges": "trace_ranges:TraceRanges",
     "op_counts": "op_counts:OpCounter",
     "liveness": "liveness:Liveness",
-    "layer_time": "layer_time:LayerTime",
+    "module_time": "module_time:ModuleTime",
 }
 
 

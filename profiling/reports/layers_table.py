@@ -64,7 +64,7 @@ def layers_table(model: nn.Module, records: Mapping[str, ModuleRecord],
     Args:
         model: the model whose modules ``records`` describe.
         records: the operation counter's module records (``OpCounter.modules``).
-        durations: seconds per module path (the ``layer_time`` collector); without them
+        durations: seconds per module path (``ModuleTime.last_call_seconds``); without them
             ``duration[%]`` is empty (the counting pass is not timed).
     """
     called = sorted((r for r in records.values() if r.calls and r.first_call is not None),

@@ -2,7 +2,7 @@
 
 Like mmengine's ``get_model_complexity_info`` (and fvcore's ``flop_count_table`` and
 ``flop_count_str``): one row per module, nested like the module tree, with its parameters,
-MACs, FLOPs and activations, inclusive of its submodules; each module's own parameters are
+MACs, FLOPs, activations and time, inclusive of its submodules; each module's own parameters are
 listed under it with their shapes. ``modules.txt`` holds a header that states the
 conventions, the table, and the architecture print (``print(model)``) annotated with the same
 figures.
@@ -10,7 +10,9 @@ figures.
 The CSV's columns: ``module`` (dotted path; the root is ``model``, listed first), ``depth``
 (0 for the root), ``kind`` (``module`` or ``parameter``), ``type`` (class name), ``shape``
 (parameters only), ``params``, ``macs``, ``flops``, ``activations``, ``bytes_read``,
-``bytes_written``, ``calls``. A module that never ran has ``calls`` 0 and empty counts.
+``bytes_written``, ``time_ms`` (the sum of its calls' times, from
+:class:`~profiling.collectors.module_time.ModuleTime`; empty without it), ``calls``. A module that
+never ran has ``calls`` 0 and empty counts.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from ..counting.modules import ModuleRecord, parameter_count
 __all__ = ["MODULE_COLUMNS", "CONVENTIONS", "modules_table", "render_modules_text",
            "modules_files"]
 
-MODULE_COLUMNS = ["module", "depth", "kind", "type", "shape", "params", *COUNT_FIELDS, "calls"]
+MODULE_COLUMNS = ["module", "depth", "kind", "type", "shape", "params", *COUNT_FIELDS, "time_ms",
+                  "calls"]
 ROOT = "model"
 
 CONVENTIONS = """\
@@ -38,15 +41,25 @@ counted in every module on the call stack when it runs, and a module called twic
   #FLOPs: every floating-point operation: 2 per MAC, plus bias, normalisation, activation,
           pooling, elementwise, softmax and interpolation
   #acts: activations, the output elements of convolutions, linear layers and matmuls (fvcore's)
-Counted at the dispatcher (profiling.counting); "-" marks a module that did not run."""
+  time: milliseconds in the module's calls, timed in a forward of their own (module_time)
+Counted at the dispatcher (profiling.counting); "-" marks a module that did not run (or, for
+time, a run without the module_time collector)."""
 
 
 def _display_path(path: str) -> str:
     return path if path else ROOT
 
 
-def modules_table(model: nn.Module, records: Mapping[str, ModuleRecord]) -> pd.DataFrame:
-    """One row per module (tree order, root first) and per parameter under its module."""
+def modules_table(model: nn.Module, records: Mapping[str, ModuleRecord],
+                  seconds: Optional[Mapping[str, float]] = None) -> pd.DataFrame:
+    """One row per module (tree order, root first) and per parameter under its module.
+
+    Args:
+        model: the model whose modules ``records`` describe.
+        records: the operation counter's module records (``OpCounter.modules``).
+        seconds: time per module path, summed over its calls (``ModuleTime.total_seconds``).
+    """
+    seconds = seconds or {}
     rows = []
     for path, module in model.named_modules():
         depth = 0 if path == "" else path.count(".") + 1
@@ -56,6 +69,7 @@ def modules_table(model: nn.Module, records: Mapping[str, ModuleRecord]) -> pd.D
         rows.append({"module": _display_path(path), "depth": depth, "kind": "module",
                      "type": type(module).__name__, "shape": None,
                      "params": parameter_count(module), **counts,
+                     "time_ms": seconds[path] * 1e3 if path in seconds else None,
                      "calls": record.calls if record is not None else 0})
         for name, parameter in module.named_parameters(recurse=False):
             rows.append({"module": f"{path}.{name}" if path else name, "depth": depth + 1,
@@ -79,17 +93,17 @@ def _si(value) -> str:
 
 
 def _table_text(table: pd.DataFrame, max_depth: Optional[int]) -> str:
-    header = ["module", "#params or shape", "#MACs", "#FLOPs", "#acts"]
+    header = ["module", "#params or shape", "#MACs", "#FLOPs", "#acts", "time"]
     lines = []
     for row in table.itertuples(index=False):
         if max_depth is not None and row.depth > max_depth:
             continue
         indent = " " * row.depth
         if row.kind == "parameter":
-            cells = [indent + row.module, indent + row.shape, "", "", ""]
+            cells = [indent + row.module, indent + row.shape, "", "", "", ""]
         else:
             cells = [indent + row.module, indent + _si(row.params), _si(row.macs),
-                     _si(row.flops), _si(row.activations)]
+                     _si(row.flops), _si(row.activations), _milliseconds(row.time_ms)]
         lines.append(cells)
     widths = [max(len(str(c)) for c in column) for column in zip(header, *lines)]
 
@@ -100,9 +114,14 @@ def _table_text(table: pd.DataFrame, max_depth: Optional[int]) -> str:
     return "\n".join([fmt(header), rule, *(fmt(cells) for cells in lines)])
 
 
+def _milliseconds(value) -> str:
+    return "-" if value is None or pd.isna(value) else f"{value:.3g} ms"
+
+
 def _stats_line(row) -> str:
     return (f"#params: {_si(row['params'])}, #MACs: {_si(row['macs'])}, "
-            f"#FLOPs: {_si(row['flops'])}, #acts: {_si(row['activations'])}")
+            f"#FLOPs: {_si(row['flops'])}, #acts: {_si(row['activations'])}, "
+            f"time: {_milliseconds(row['time_ms'])}")
 
 
 def _indent(text: str, spaces: int = 2) -> str:
@@ -133,8 +152,9 @@ def render_modules_text(model: nn.Module, table: pd.DataFrame,
 
 
 def modules_files(model: nn.Module, records: Mapping[str, ModuleRecord],
-                  max_depth: Optional[int] = None) -> dict[str, Any]:
+                  max_depth: Optional[int] = None,
+                  seconds: Optional[Mapping[str, float]] = None) -> dict[str, Any]:
     """``{"modules.csv": ..., "modules.txt": ...}`` for
-    :func:`~profiling.reports.files.write_files`."""
-    table = modules_table(model, records)
+    :func:`~profiling.reports.files.write_files` (arguments as :func:`modules_table`)."""
+    table = modules_table(model, records, seconds)
     return {"modules.csv": table, "modules.txt": render_modules_text(model, table, max_depth)}
