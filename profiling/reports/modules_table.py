@@ -115,7 +115,9 @@ def _table_text(table: pd.DataFrame, max_depth: Optional[int]) -> str:
 
 
 def _milliseconds(value) -> str:
-    return "-" if value is None or pd.isna(value) else f"{value:.3g} ms"
+    if value is None or pd.isna(value):
+        return "-"
+    return f"{value:,.0f} ms" if value >= 100 else f"{value:.3g} ms"
 
 
 def _stats_line(row) -> str:
