@@ -21,8 +21,8 @@ __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m zoo.collect", description=__doc__.split(
-        "\n")[0].split(": ", 1)[1])
+    parser = argparse.ArgumentParser(prog="python -m zoo.collect",
+                                     description="Gather runs into one table.")
     parser.add_argument("directories", nargs="+", type=Path,
                         help="run directories, or folders above them")
     parser.add_argument("--out", type=Path, default=Path("summary.csv"),
