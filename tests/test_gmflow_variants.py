@@ -129,6 +129,57 @@ def test_attention_options_keep_parameters_and_change_the_flow(reference, option
     assert (flow - expected).abs().mean() > 0.1
 
 
+def test_relative_position_encoding(reference):
+    model = zoo.create_model("gmflow", position_encoding="relative").eval()
+    # one bias MLP per attention layer (6 blocks x 2): Linear(2, 512) 2·512 + 512, then
+    # Linear(512, 1 head) without bias 512: 2,048 each, 24,576 in all.
+    added = _shape_changes(model, reference)
+    assert len(added) == 12 * 3 and all(old is None for old, _ in added.values())
+    assert added["transformer.layers.0.self_attn.position_bias.mlp.2.weight"] == (None, (1, 512))
+    assert _counts(model) == {**DEFAULT_COUNTS, "transformer": 3_150_336 + 24_576}
+    assert "position_encoding" not in model.stages
+    calls, flows = _record(model, model.example_inputs(1, SIZE))
+    assert "position_encoding" not in {c.name for c in calls}
+    assert flows[0].shape == (1, 2, *SIZE)
+    with pytest.raises(RuntimeError, match="position_bias"):  # official weights need "sine"
+        model.load_state_dict(reference.state_dict())
+
+
+def test_relative_bias_depends_only_on_the_offset():
+    from zoo.models.gmflow.relative_position import RelativePositionBias
+    torch.manual_seed(0)
+    bias = RelativePositionBias(num_heads=2)(3, 4)  # a 3x4 window: 12 tokens, row-major
+    assert bias.shape == (2, 12, 12)
+    assert 0 < bias.min() and bias.max() < 16  # 16·sigmoid(...)
+    # (row 0, col 0) -> (row 1, col 2) and (row 1, col 1) -> (row 2, col 3): offset (+1, +2)
+    assert torch.equal(bias[:, 0, 6], bias[:, 5, 11])
+    assert not torch.equal(bias[:, 0, 6], bias[:, 6, 0])  # (-1, -2) is another offset
+
+
+@pytest.mark.parametrize("height, width", [(3, 4), (1, 5), (6, 1), (7, 9)])
+def test_relative_bias_expansion_equals_indexing(height, width):
+    from zoo.models.gmflow.relative_position import _expand_offsets
+    generator = torch.Generator().manual_seed(0)
+    table = torch.randn(2, 2 * height - 1, 2 * width - 1, generator=generator)
+    rows = torch.arange(height).repeat_interleave(width)
+    cols = torch.arange(width).repeat(height)
+    indexed = table[:, rows[:, None] - rows[None, :] + height - 1,
+                    cols[:, None] - cols[None, :] + width - 1]
+    assert torch.equal(_expand_offsets(table, height, width), indexed)
+
+
+def test_no_position_encoding(reference):
+    model = zoo.create_model("gmflow", position_encoding="none").eval()
+    assert _shape_changes(model, reference) == {}
+    model.load_state_dict(reference.state_dict())
+    inputs = model.example_inputs(1, SIZE)
+    with torch.no_grad():
+        flow = model(*inputs)["flow_preds"][0]
+        expected = reference(*inputs)["flow_preds"][0]
+    assert (flow - expected).abs().mean() > 0.1
+    assert "position_encoding" not in model.stages
+
+
 def test_whole_map_attention_needs_only_the_feature_stride():
     model = zoo.create_model("gmflow", attn_splits_list=[1])
     assert model.size_divisor == 8
@@ -144,10 +195,13 @@ def test_features_at_one_quarter():
     assert model.size_divisor == 8
 
 
-def test_sdpa_and_math_attention_agree():
+@pytest.mark.parametrize("position_encoding", ["sine", "relative"])
+def test_sdpa_and_math_attention_agree(monkeypatch, position_encoding):
+    monkeypatch.setattr("zoo.models.gmflow.attention.FUSED_MIN_KEYS_CPU", 0)  # fused at 64x96
     torch.manual_seed(1)
-    sdpa = zoo.create_model("gmflow").eval()
-    math_ = zoo.create_model("gmflow", attention_impl="math").eval()
+    sdpa = zoo.create_model("gmflow", position_encoding=position_encoding).eval()
+    math_ = zoo.create_model("gmflow", attention_impl="math",
+                             position_encoding=position_encoding).eval()
     math_.load_state_dict(sdpa.state_dict())
     inputs = sdpa.example_inputs(1, SIZE)
     with torch.no_grad():

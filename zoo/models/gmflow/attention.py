@@ -104,21 +104,26 @@ def _merge_heads(x: torch.Tensor) -> torch.Tensor:
 
 
 def full_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *,
-                   num_heads: int = 1, impl: str = "sdpa") -> torch.Tensor:
-    """Attention of every token to every token: ``[B, L, C]`` in, ``[B, L, C]`` out."""
-    out = attend(*(_split_heads(x, num_heads) for x in (query, key, value)), impl=impl)
+                   num_heads: int = 1, bias: Optional[torch.Tensor] = None,
+                   impl: str = "sdpa") -> torch.Tensor:
+    """Attention of every token to every token: ``[B, L, C]`` in, ``[B, L, C]`` out; ``bias``
+    ``[heads, L, L]`` is added to the scores."""
+    out = attend(*(_split_heads(x, num_heads) for x in (query, key, value)),
+                 mask=None if bias is None else bias.unsqueeze(0), impl=impl)
     return _merge_heads(out)
 
 
 def split_window_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *,
                            num_splits: int, height: int, width: int, num_heads: int = 1,
                            shift_mask: Optional[torch.Tensor] = None,
+                           bias: Optional[torch.Tensor] = None,
                            impl: str = "sdpa") -> torch.Tensor:
     """Attention inside each of K×K windows of the ``height`` × ``width`` token grid.
 
     With ``shift_mask`` (from :func:`~.utils.shifted_window_mask`), the grid is first rolled by
     half a window (Swin's shifted windows) and rolled back after; the mask keeps tokens from
-    attending across the seams of the roll.
+    attending across the seams of the roll. ``bias`` ``[heads, L, L]`` (``L`` tokens of one
+    window) is added to the scores of every window.
 
     Args:
         query, key, value: ``[B, H*W, C]``.
@@ -136,9 +141,13 @@ def split_window_attention(query: torch.Tensor, key: torch.Tensor, value: torch.
 
     mask = None
     if shift_mask is not None:
+        mask = shift_mask.to(query.dtype).unsqueeze(1)  # [K*K, 1, L, L]
+    if bias is not None:
+        mask = bias.unsqueeze(0) if mask is None else mask + bias.unsqueeze(0)
+    if mask is not None:
         # [1, K*K*heads, L, L]: a 4-D mask keeps torch's fused CPU kernel (a 3-D one does not)
-        mask = shift_mask.to(query.dtype).unsqueeze(1).expand(-1, num_heads, -1, -1)
-        mask = mask.flatten(0, 1).unsqueeze(0)
+        windows_count = num_splits * num_splits
+        mask = mask.expand(windows_count, num_heads, -1, -1).flatten(0, 1).unsqueeze(0)
     out = attend(windows(query), windows(key), windows(value), mask=mask, impl=impl)
     out = _merge_heads(out.unflatten(1, (num_splits * num_splits, num_heads)))
     out = merge_windows(out, num_splits, height, width)

@@ -20,8 +20,8 @@ def gmflow(*, in_channels: int = 3, first_kernel_size: int = 7, first_stride: in
            ffn_dim_expansion: int = 4, attention_type: str = "swin", upsample_factor: int = 8,
            attn_splits_list: Sequence[int] = (2,), corr_radius_list: Sequence[int] = (-1,),
            prop_radius_list: Sequence[int] = (-1,), pred_bidir_flow: bool = False,
-           attention_impl: str = "sdpa", checkpoint: Optional[str] = None,
-           checkpoint_allow_pickle: bool = False) -> GMFlow:
+           attention_impl: str = "sdpa", position_encoding: str = "sine",
+           checkpoint: Optional[str] = None, checkpoint_allow_pickle: bool = False) -> GMFlow:
     """GMFlow with global matching at 1/8 (the official ``gmflow_things`` / ``gmflow_sintel``
     / ``gmflow_kitti`` / ``gmflow_chairs`` models).
 
@@ -37,6 +37,9 @@ def gmflow(*, in_channels: int = 3, first_kernel_size: int = 7, first_stride: in
         attn_splits_list, corr_radius_list, prop_radius_list, pred_bidir_flow: the official
             forward options (one entry per scale), stored on the model.
         attention_impl: ``"sdpa"`` (torch's fused attention) or ``"math"`` (explicit).
+        position_encoding: ``"sine"`` (official), ``"relative"`` (a relative position bias in
+            every attention layer, Swin V2's continuous one; 2,048 parameters per layer with
+            one head) or ``"none"``. Official checkpoints need ``"sine"``.
         checkpoint: a local official checkpoint (e.g. ``gmflow_things-e9887eda.pth``).
         checkpoint_allow_pickle: allow a trusted file that ``weights_only`` loading refuses.
     """
@@ -53,7 +56,8 @@ def gmflow_refine(*, in_channels: int = 3, first_kernel_size: int = 7, first_str
                   attn_splits_list: Sequence[int] = (2, 8),
                   corr_radius_list: Sequence[int] = (-1, 4),
                   prop_radius_list: Sequence[int] = (-1, 1), pred_bidir_flow: bool = False,
-                  attention_impl: str = "sdpa", checkpoint: Optional[str] = None,
+                  attention_impl: str = "sdpa", position_encoding: str = "sine",
+                  checkpoint: Optional[str] = None,
                   checkpoint_allow_pickle: bool = False) -> GMFlowRefine:
     """GMFlow with refinement at 1/4 (the official ``gmflow_with_refine_*`` models).
 
@@ -72,6 +76,7 @@ def gmflow_unet(*, in_channels: int = 3, first_kernel_size: int = 7, first_strid
                 upsample_factor: int = 8, attn_splits_list: Sequence[int] = (2,),
                 corr_radius_list: Sequence[int] = (-1,), prop_radius_list: Sequence[int] = (-1,),
                 pred_bidir_flow: bool = False, attention_impl: str = "sdpa",
+                position_encoding: str = "sine",
                 decoder_channels: Sequence[int] = (128, 96, 64, 16), head_channels: int = 512,
                 n_skip: int = 3, checkpoint: Optional[str] = None,
                 checkpoint_allow_pickle: bool = False) -> GMFlowUNet:

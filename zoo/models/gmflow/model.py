@@ -22,6 +22,7 @@ from .backbone import CNNEncoder
 from .geometry import flow_warp
 from .matching import global_correlation_softmax, local_correlation_softmax
 from .position import add_position
+from .relative_position import POSITION_ENCODINGS
 from .propagation import ConvexUpsampler, FeatureFlowAttention
 from .transformer import FeatureTransformer
 from .utils import image_statistics
@@ -33,10 +34,11 @@ def _correlation_stage(radius: int) -> str:
     return "global_correlation_softmax" if radius == -1 else "local_correlation_softmax"
 
 
-def gmflow_stage_names(corr_radius_list: Sequence[int], num_transformer_layers: int = 6
-                       ) -> tuple[str, ...]:
+def gmflow_stage_names(corr_radius_list: Sequence[int], num_transformer_layers: int = 6,
+                       position_encoding: str = "sine") -> tuple[str, ...]:
     """The stage (and probe) names of a GMFlow forward with one scale per entry of
-    ``corr_radius_list``, in order of first call."""
+    ``corr_radius_list``, in order of first call (``position_encoding`` is a stage of the
+    sine encoding only)."""
     names = ["normalize", "backbone", "conv1", "layer1", "layer2", "layer3", "conv2"]
     if len(corr_radius_list) > 1:
         names.append("trident_conv")
@@ -44,7 +46,9 @@ def gmflow_stage_names(corr_radius_list: Sequence[int], num_transformer_layers: 
     for scale_idx, radius in enumerate(corr_radius_list):
         if scale_idx > 0:
             names.append("flow_warp")
-        names += ["position_encoding", "transformer"]
+        if position_encoding == "sine":
+            names.append("position_encoding")
+        names.append("transformer")
         if num_transformer_layers > 0:
             names += ["self_attn", "cross_attn_ffn"]
         names += [_correlation_stage(radius), "feature_flow_attn"]
@@ -109,6 +113,9 @@ class GMFlow(ZooModel):
         prop_radius_list: per scale, -1 for global flow propagation, R for a local one.
         pred_bidir_flow: also predict the backward flow (image 1 to image 0).
         attention_impl: ``"sdpa"`` (fused kernels) or ``"math"`` (explicit, as the official).
+        position_encoding: ``"sine"`` (the official absolute encoding, added per window),
+            ``"relative"`` (a learned relative position bias in every attention layer,
+            :mod:`.relative_position`) or ``"none"``.
     """
 
     first_conv = "backbone.conv1"
@@ -123,7 +130,7 @@ class GMFlow(ZooModel):
                  in_channels: int = 3, first_kernel_size: int = 7, first_stride: int = 2,
                  attn_splits_list: Sequence[int] = (2,), corr_radius_list: Sequence[int] = (-1,),
                  prop_radius_list: Sequence[int] = (-1,), pred_bidir_flow: bool = False,
-                 attention_impl: str = "sdpa") -> None:
+                 attention_impl: str = "sdpa", position_encoding: str = "sine") -> None:
         super().__init__()
         if not 1 <= num_scales <= 4:
             raise ConfigError(f"num_scales={num_scales} is not supported; accepted: 1 to 4")
@@ -134,28 +141,33 @@ class GMFlow(ZooModel):
         self.pred_bidir_flow = bool(pred_bidir_flow)
         _check_choice("attention_type", attention_type, ("swin", "full"))
         _check_choice("attention_impl", attention_impl, ATTENTION_IMPLS)
+        _check_choice("position_encoding", position_encoding, POSITION_ENCODINGS)
         check_minimum(1, in_channels=in_channels, ffn_dim_expansion=ffn_dim_expansion)
         check_minimum(0, num_transformer_layers=num_transformer_layers)
         layer3_stride = self._layer3_stride(upsample_factor, first_stride)
-        self._check_architecture(feature_channels, num_head, first_kernel_size)
+        self._check_architecture(feature_channels, num_head, first_kernel_size,
+                                 sine=position_encoding == "sine")
         self.in_channels = in_channels
         self.upsample_factor = upsample_factor
         self.feature_channels = feature_channels
         self.attention_type = attention_type
         self.attention_impl = attention_impl
+        self.position_encoding = position_encoding
 
         self.backbone = CNNEncoder(feature_channels, num_scales, in_channels=in_channels,
                                    first_kernel_size=first_kernel_size,
                                    first_stride=first_stride, layer3_stride=layer3_stride)
         self.transformer = FeatureTransformer(num_transformer_layers, feature_channels,
                                               num_head, attention_type, ffn_dim_expansion,
-                                              attention_impl)
+                                              attention_impl,
+                                              relative_position=position_encoding == "relative")
         self.feature_flow_attn = FeatureFlowAttention(feature_channels, attention_impl)
         self.upsampler = ConvexUpsampler(feature_channels, upsample_factor)
         mean, std = image_statistics(in_channels)
         self.register_buffer("mean", mean, persistent=False)
         self.register_buffer("std", std, persistent=False)
-        self.stages = gmflow_stage_names(self.corr_radius_list, num_transformer_layers)
+        self.stages = gmflow_stage_names(self.corr_radius_list, num_transformer_layers,
+                                         position_encoding)
 
     @staticmethod
     def _layer3_stride(upsample_factor: int, first_stride: int) -> int:
@@ -169,9 +181,9 @@ class GMFlow(ZooModel):
         return upsample_factor // (2 * first_stride)
 
     @staticmethod
-    def _check_architecture(feature_channels: int, num_head: int, first_kernel_size: int
-                            ) -> None:
-        if feature_channels < 4 or feature_channels % 4:
+    def _check_architecture(feature_channels: int, num_head: int, first_kernel_size: int, *,
+                            sine: bool) -> None:
+        if sine and (feature_channels < 4 or feature_channels % 4):
             raise ConfigError(f"feature_channels={feature_channels} is not supported; accepted: "
                               f"a multiple of 4 (the sine position encoding needs it)")
         if num_head < 1 or feature_channels % num_head:
@@ -304,8 +316,9 @@ class GMFlow(ZooModel):
                bidir: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Position encoding, transformer and correlation softmax of one scale; returns the
         transformed features and the flow (the previous one plus this scale's estimate)."""
-        with stage("position_encoding", feature0, feature1) as s:
-            feature0, feature1 = s.output(add_position(feature0, feature1, attn_splits))
+        if self.position_encoding == "sine":
+            with stage("position_encoding", feature0, feature1) as s:
+                feature0, feature1 = s.output(add_position(feature0, feature1, attn_splits))
         with stage("transformer", feature0, feature1) as s:
             feature0, feature1 = s.output(self.transformer(feature0, feature1, attn_splits))
         with stage(_correlation_stage(corr_radius), feature0, feature1) as s:

@@ -11,6 +11,7 @@ from torch import nn
 from profiling import stage
 
 from .attention import full_attention, split_window_attention
+from .relative_position import RelativePositionBias
 from .utils import shifted_window_mask
 
 __all__ = ["TransformerLayer", "TransformerBlock", "FeatureTransformer"]
@@ -29,11 +30,13 @@ class TransformerLayer(nn.Module):
         ffn_dim_expansion: the FFN's hidden width is ``2 * d_model * ffn_dim_expansion``.
         with_shift: use shifted windows (odd layers of a swin transformer).
         attention_impl: ``"sdpa"`` or ``"math"`` (see :mod:`.attention`).
+        relative_position: add a :class:`~.relative_position.RelativePositionBias` of its own
+            (``position_bias``) to the attention scores.
     """
 
     def __init__(self, d_model: int = 128, num_heads: int = 1, attention_type: str = "swin",
                  no_ffn: bool = False, ffn_dim_expansion: int = 4, with_shift: bool = False,
-                 attention_impl: str = "sdpa") -> None:
+                 attention_impl: str = "sdpa", relative_position: bool = False) -> None:
         super().__init__()
         self.num_heads = num_heads
         self.attention_type = attention_type
@@ -50,19 +53,25 @@ class TransformerLayer(nn.Module):
             self.mlp = nn.Sequential(nn.Linear(2 * d_model, hidden, bias=False), nn.GELU(),
                                      nn.Linear(hidden, d_model, bias=False))
             self.norm2 = nn.LayerNorm(d_model)
+        self.position_bias = RelativePositionBias(num_heads) if relative_position else None
 
     def forward(self, source: torch.Tensor, target: torch.Tensor, *, height: int, width: int,
                 attn_num_splits: int = 1, shift_mask: Optional[torch.Tensor] = None
                 ) -> torch.Tensor:
         """``source``, ``target``: ``[B, H*W, C]`` tokens of a ``height`` × ``width`` map."""
         query, key, value = self.q_proj(source), self.k_proj(target), self.v_proj(target)
-        if self.attention_type == "swin" and attn_num_splits > 1:
+        windowed = self.attention_type == "swin" and attn_num_splits > 1
+        bias = None
+        if self.position_bias is not None:
+            splits = attn_num_splits if windowed else 1
+            bias = self.position_bias(height // splits, width // splits).to(query.dtype)
+        if windowed:
             message = split_window_attention(
                 query, key, value, num_splits=attn_num_splits, height=height, width=width,
                 num_heads=self.num_heads, shift_mask=shift_mask if self.with_shift else None,
-                impl=self.attention_impl)
+                bias=bias, impl=self.attention_impl)
         else:
-            message = full_attention(query, key, value, num_heads=self.num_heads,
+            message = full_attention(query, key, value, num_heads=self.num_heads, bias=bias,
                                      impl=self.attention_impl)
         message = self.norm1(self.merge(message))
         if self.mlp is not None:
@@ -75,11 +84,11 @@ class TransformerBlock(nn.Module):
 
     def __init__(self, d_model: int = 128, num_heads: int = 1, attention_type: str = "swin",
                  ffn_dim_expansion: int = 4, with_shift: bool = False,
-                 attention_impl: str = "sdpa") -> None:
+                 attention_impl: str = "sdpa", relative_position: bool = False) -> None:
         super().__init__()
         options = dict(d_model=d_model, num_heads=num_heads, attention_type=attention_type,
                        ffn_dim_expansion=ffn_dim_expansion, with_shift=with_shift,
-                       attention_impl=attention_impl)
+                       attention_impl=attention_impl, relative_position=relative_position)
         self.self_attn = TransformerLayer(no_ffn=True, **options)
         self.cross_attn_ffn = TransformerLayer(**options)
 
@@ -95,12 +104,13 @@ class FeatureTransformer(nn.Module):
     to the other image. Both directions run as one batch: the tokens are ``[2B, H*W, C]``
     (image 0's then image 1's), the targets the same halves swapped.
 
-    With ``attention_type="swin"``, odd layers use shifted windows.
+    With ``attention_type="swin"``, odd layers use shifted windows. With ``relative_position``,
+    every attention layer adds a relative position bias of its own to its scores.
     """
 
     def __init__(self, num_layers: int = 6, d_model: int = 128, num_heads: int = 1,
                  attention_type: str = "swin", ffn_dim_expansion: int = 4,
-                 attention_impl: str = "sdpa") -> None:
+                 attention_impl: str = "sdpa", relative_position: bool = False) -> None:
         super().__init__()
         self.attention_type = attention_type
         self.d_model = d_model
@@ -110,7 +120,7 @@ class FeatureTransformer(nn.Module):
             TransformerBlock(d_model=d_model, num_heads=num_heads, attention_type=attention_type,
                              ffn_dim_expansion=ffn_dim_expansion,
                              with_shift=attention_type == "swin" and i % 2 == 1,
-                             attention_impl=attention_impl)
+                             attention_impl=attention_impl, relative_position=relative_position)
             for i in range(num_layers))
         for p in self.parameters():
             if p.dim() > 1:
