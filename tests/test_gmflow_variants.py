@@ -116,7 +116,7 @@ def test_feature_channels(reference):
 
 
 @pytest.mark.parametrize("options", [dict(num_head=2), dict(attention_type="full"),
-                                     dict(attn_splits_list=[1])])
+                                     dict(attn_splits_list=[1]), dict(position_encoding="none")])
 def test_attention_options_keep_parameters_and_change_the_flow(reference, options):
     model = zoo.create_model("gmflow", **options).eval()
     assert _shape_changes(model, reference) == {}
@@ -138,6 +138,7 @@ def test_relative_position_encoding(reference):
     assert added["transformer.layers.0.self_attn.position_bias.mlp.2.weight"] == (None, (1, 512))
     assert _counts(model) == {**DEFAULT_COUNTS, "transformer": 3_150_336 + 24_576}
     assert "position_encoding" not in model.stages
+    assert "position_encoding" not in zoo.create_model("gmflow", position_encoding="none").stages
     calls, flows = _record(model, model.example_inputs(1, SIZE))
     assert "position_encoding" not in {c.name for c in calls}
     assert flows[0].shape == (1, 2, *SIZE)
@@ -166,18 +167,6 @@ def test_relative_bias_expansion_equals_indexing(height, width):
     indexed = table[:, rows[:, None] - rows[None, :] + height - 1,
                     cols[:, None] - cols[None, :] + width - 1]
     assert torch.equal(_expand_offsets(table, height, width), indexed)
-
-
-def test_no_position_encoding(reference):
-    model = zoo.create_model("gmflow", position_encoding="none").eval()
-    assert _shape_changes(model, reference) == {}
-    model.load_state_dict(reference.state_dict())
-    inputs = model.example_inputs(1, SIZE)
-    with torch.no_grad():
-        flow = model(*inputs)["flow_preds"][0]
-        expected = reference(*inputs)["flow_preds"][0]
-    assert (flow - expected).abs().mean() > 0.1
-    assert "position_encoding" not in model.stages
 
 
 def test_whole_map_attention_needs_only_the_feature_stride():
