@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -252,3 +254,20 @@ def test_unet_bidirectional_and_other_strides():
 def test_unet_bad_decoder():
     with pytest.raises(ConfigError, match="decoder_channels=.128, 64, 16. needs 4 entries"):
         zoo.create_model("gmflow_unet", decoder_channels=[128, 64, 16])
+
+
+def test_the_users_modifications_as_one_experiment():
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    config_dir = str(Path(__file__).resolve().parents[1] / "configs")
+    with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+        config = compose("profile", overrides=["experiment=gmflow_gray_relative_unet"])
+    model = instantiate(config.model).eval()
+    # gmflow_unet's 6,574,402, minus conv1's 64·2·7·7 = 6,272 for one channel instead of three,
+    # plus 12 relative-bias MLPs of 2,048
+    assert sum(p.numel() for p in model.parameters()) == 6_574_402 - 6_272 + 24_576
+    calls, flows = _record(model, model.example_inputs(1, SIZE))
+    assert _output_shape(calls, "conv1") == (2, 64, 32, 48)
+    assert "position_encoding" not in {c.name for c in calls}
+    assert flows[-1].shape == (1, 2, *SIZE)
