@@ -11,7 +11,7 @@ matplotlib = pytest.importorskip("matplotlib")
 
 from matplotlib.image import imread  # noqa: E402
 
-from profiling.reports.plots import plot_split_latency, render_plots  # noqa: E402
+from profiling.reports.plots import plot_layers, plot_split_latency, render_plots  # noqa: E402
 from profiling.roofline import ceilings  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -36,19 +36,38 @@ def _is_drawn(png: bytes) -> bool:
     return png.startswith(PNG) and pixels.shape[0] > 100 and pixels.std() > 0.01
 
 
-def test_run_plots_with_roofline():
-    plots, notes = render_plots(_stages(with_counts=True), ceilings("h100"))
-    assert sorted(plots) == ["plots/memory.png", "plots/payload.png", "plots/roofline.png",
-                             "plots/time.png"]
+def _layers(with_time: bool) -> pd.DataFrame:
+    return pd.DataFrame({"module name": ["conv1", "relu", "fc", "total"],
+                         "params": [1792.0, 0.0, 650.0, 2442.0],
+                         "memory(MB)": [0.25, 0.25, 0.0, 0.5],
+                         "duration[%]": [0.7, 0.1, 0.2, 1.0] if with_time else [None] * 4})
+
+
+def test_run_plots_with_roofline_and_layers():
+    plots, notes = render_plots(_stages(with_counts=True), ceilings("h100"),
+                                layers=_layers(with_time=True))
+    assert sorted(plots) == ["plots/layers.png", "plots/memory.png", "plots/payload.png",
+                             "plots/roofline.png", "plots/time.png"]
     assert all(_is_drawn(png) for png in plots.values())
     assert notes == []
 
 
-def test_roofline_left_out_without_counts():
+def test_layer_plot_panels_follow_the_table():
+    with_time, without_time = plot_layers(_layers(True)), plot_layers(_layers(False))
+    assert _is_drawn(with_time) and _is_drawn(without_time)
+    # one panel fewer without times: a shorter figure
+    height = imread(io.BytesIO(with_time), format="png").shape[0]
+    assert imread(io.BytesIO(without_time), format="png").shape[0] < height
+    assert plot_layers(_layers(True).iloc[-1:]) is None  # only the total row
+
+
+def test_roofline_and_layers_left_out_without_counts():
     plots, notes = render_plots(_stages(with_counts=False))
     assert "plots/roofline.png" not in plots and "plots/time.png" in plots
     assert notes == ["no roofline plot: the roofline needs op counts "
-                     "(collectors=[...,op_counts]) and a time on one device"]
+                     "(collectors=[...,op_counts]) and a time on one device",
+                     "no layers plot: the layer table needs op counts "
+                     "(collectors=[...,op_counts])"]
 
 
 def test_split_latency_plot():
@@ -68,10 +87,12 @@ def test_plots_true_in_a_run(tmp_path):
                           "run.warmup=0", "run.repeats=1", "plots=true"])
     run = run_profile(cfg, tmp_path, print_summary=False)
     names = {p.relative_to(tmp_path).as_posix() for p in run.files}
-    assert {"plots/time.png", "plots/payload.png", "plots/memory.png"} <= names
+    assert {"plots/time.png", "plots/payload.png", "plots/memory.png",
+            "plots/layers.png"} <= names
     assert all(_is_drawn((tmp_path / n).read_bytes()) for n in names if n.endswith(".png"))
     for name in names:
         if name.endswith(".png"):
             (tmp_path / name).unlink()
     main([str(tmp_path)])
     assert _is_drawn((tmp_path / "plots" / "time.png").read_bytes())
+    assert _is_drawn((tmp_path / "plots" / "layers.png").read_bytes())  # from layers.csv

@@ -136,8 +136,11 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     ceilings = _ceilings(cfg, device)
     if ceilings is not None and "op_counts" in result.collectors:
         add_roofline_columns(result.stages, ceilings, str(cfg.roofline.dtype))
-    files, extra_notes = optional_outputs(cfg, model, inputs, attach, result.stages, ceilings)
+    tables = _count_tables(model, result)
+    files, extra_notes = optional_outputs(cfg, model, inputs, attach, result.stages, ceilings,
+                                          layers=tables.get("layers.csv"))
     notes += extra_notes
+    files.update(tables)
     files.update(_render(cfg, model, result, device, notes, ceilings))
     paths = write_files(run_dir, files)
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
@@ -165,7 +168,6 @@ def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
     extra: dict[str, Any] = {}
     counter = result.collectors.get("op_counts")
     if counter is not None:
-        files.update(_count_tables(model, counter, result.collectors.get("module_time")))
         extra["uncounted_ops"] = counter.coverage
         extra["totals"] = counter.total.as_dict()
         if ceilings is not None:
@@ -184,7 +186,13 @@ def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
     return files
 
 
-def _count_tables(model: torch.nn.Module, counter: Any, module_time: Any) -> dict[str, Any]:
+def _count_tables(model: torch.nn.Module, result: ProfileResult) -> dict[str, Any]:
+    """The layer and module tables of a run that counted operations (else none), with the
+    module times when measured."""
+    counter = result.collectors.get("op_counts")
+    if counter is None:
+        return {}
+    module_time = result.collectors.get("module_time")
     last_call, total = ((module_time.last_call_seconds, module_time.total_seconds)
                         if module_time is not None else (None, None))
     return {**layers_files(layers_table(model, counter.modules, last_call)),

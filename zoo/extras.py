@@ -15,11 +15,12 @@ __all__ = ["optional_outputs"]
 
 def optional_outputs(cfg: DictConfig, model: torch.nn.Module, inputs: Any,
                      attach: Mapping[str, str], stages: pd.DataFrame,
-                     ceilings: Optional[Ceilings] = None) -> tuple[dict[str, Any], list[str]]:
+                     ceilings: Optional[Ceilings] = None, layers: Optional[pd.DataFrame] = None
+                     ) -> tuple[dict[str, Any], list[str]]:
     """``{file_name: content}`` of the optional outputs the config asks for, and notes.
 
     ``plots=true``: ``plots/*.png`` (:func:`profiling.reports.plots.render_plots`), the roof
-    drawn for ``ceilings``.
+    drawn for ``ceilings``, the layer plot from ``layers`` (the torchstat table).
     ``trace=true``: ``trace.json.gz``, one traced forward after the timed ones
     (:func:`profiling.trace.trace_forward`).
     """
@@ -32,7 +33,8 @@ def optional_outputs(cfg: DictConfig, model: torch.nn.Module, inputs: Any,
             notes.append("no plots: matplotlib is not installed (pip install stagezoo[plots])")
         else:
             plots, plot_notes = render_plots(stages, ceilings,
-                                              str(cfg.get("roofline", {}).get("dtype", "float32")))
+                                              str(cfg.get("roofline", {}).get("dtype", "float32")),
+                                              layers)
             files.update(plots)
             notes += plot_notes
     if cfg.get("trace", False):

@@ -49,9 +49,11 @@ def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[lis
     if record.status != "ok":
         raise ProfilingError(f"{directory} is a failed run ({record.error}); nothing to plot")
     roofline = record.meta.get("roofline") or {}
+    layers_path = directory / "layers.csv"
+    layers = pd.read_csv(layers_path) if layers_path.is_file() else None
     plots, notes = render_plots(record.stages, _ceilings(ceilings or roofline.get("ceilings"),
                                                          explicit=bool(ceilings)),
-                                str(roofline.get("dtype") or "float32"))
+                                str(roofline.get("dtype") or "float32"), layers)
     return write_files(directory, plots), notes
 
 

@@ -2,10 +2,11 @@
 
 :func:`render_plots` makes the plots of one run from its stage table: ``time.png`` (per-stage
 time, CPU and CUDA), ``payload.png`` (the payload along the forward), ``memory.png`` (memory
-along the forward) and ``roofline.png`` (the stages against the device's roofline, when the
-run counted operations). :func:`plot_split_latency` draws a split analysis's latency against
-bandwidth. Figures are built with :class:`matplotlib.figure.Figure`, never with pyplot, so no
-GUI backend or global state is involved.
+along the forward), ``roofline.png`` (the stages against the device's roofline, when the
+run counted operations) and ``layers.png`` (the torchstat table's parameters, memory and time
+along the leaf layers, when given the table). :func:`plot_split_latency` draws a split
+analysis's latency against bandwidth. Figures are built with :class:`matplotlib.figure.Figure`,
+never with pyplot, so no GUI backend or global state is involved.
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ if TYPE_CHECKING:
     from ..roofline import Ceilings
 
 __all__ = ["render_plots", "plot_stage_times", "plot_payload", "plot_memory", "plot_roofline",
-           "plot_split_latency"]
+           "plot_layers", "plot_split_latency"]
+
+#: the torchstat table's columns ``plot_layers`` draws, with their axis labels.
+_LAYER_PANELS = (("params", "parameters"), ("memory(MB)", "output per sample (MiB)"),
+                 ("duration[%]", "share of the time"))
+#: above this many layers, the x axis shows layer numbers instead of names.
+_MAX_LAYER_NAMES = 80
 
 _TIMES = (("cpu", "cpu_time_ms"), ("cuda", "cuda_time_ms"))
 _MEMORY = (("CPU tensors", "cpu_mem_peak_mb", "cpu_mem_alloc_mb"),
@@ -197,19 +204,50 @@ def plot_split_latency(latency: pd.DataFrame, encodings: Optional[Sequence[str]]
     return _png(figure)
 
 
+def plot_layers(layers: pd.DataFrame) -> Optional[bytes]:
+    """The torchstat table (:func:`~profiling.reports.layers_table.layers_table`, or its
+    ``layers.csv``) along the forward: each leaf layer's parameters, output memory and share of
+    the time, one panel each (time only when measured), the way its users read the table
+    ("params bulge in the middle, memory at both ends"). ``None`` for an empty table."""
+    rows = layers[layers["module name"] != "total"]
+    panels = [(column, label) for column, label in _LAYER_PANELS
+              if rows[column].astype(float).notna().any()]
+    if rows.empty or not panels:
+        return None
+    figure = Figure(figsize=(max(6.0, min(0.16 * len(rows) + 2, 24.0)), 2.4 * len(panels) + 1))
+    axes_list = np.atleast_1d(figure.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0])
+    x = np.arange(len(rows))
+    for index, (axes, (column, label)) in enumerate(zip(axes_list, panels)):
+        values = rows[column].astype(float).fillna(0).to_numpy()
+        axes.bar(x, values * 100 if column == "duration[%]" else values, color=f"C{index}")
+        axes.set_ylabel(label + (" (%)" if column == "duration[%]" else ""), fontsize=8)
+        axes.grid(axis="y", alpha=0.3)
+    if len(rows) <= _MAX_LAYER_NAMES:
+        axes_list[-1].set_xticks(x, rows["module name"], rotation=90, fontsize=6)
+    else:
+        axes_list[-1].set_xlabel("leaf layer, in order of first call (layers.csv rows)")
+    axes_list[0].set_title("Leaf layers along the forward (the torchstat table)")
+    figure.tight_layout()
+    return _png(figure)
+
+
 def render_plots(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
-                 dtype: str = "float32") -> tuple[dict[str, bytes], list[str]]:
+                 dtype: str = "float32", layers: Optional[pd.DataFrame] = None
+                 ) -> tuple[dict[str, bytes], list[str]]:
     """The plots of one run as ``{"plots/NAME.png": bytes}``, and notes on those left out.
 
-    The roofline's roof is drawn for ``ceilings`` (and ``dtype``) when given.
+    The roofline's roof is drawn for ``ceilings`` (and ``dtype``) when given; ``layers`` (the
+    torchstat table of a run that counted operations) adds ``layers.png``.
     """
     plots, notes = {}, []
     made = {"time": plot_stage_times(stages), "payload": plot_payload(stages),
-            "memory": plot_memory(stages), "roofline": plot_roofline(stages, ceilings, dtype)}
+            "memory": plot_memory(stages), "roofline": plot_roofline(stages, ceilings, dtype),
+            "layers": plot_layers(layers) if layers is not None else None}
     reasons = {"time": "the run measured no time",
                "memory": "the run measured no memory",
                "roofline": "the roofline needs op counts (collectors=[...,op_counts]) and a "
-                           "time on one device"}
+                           "time on one device",
+               "layers": "the layer table needs op counts (collectors=[...,op_counts])"}
     for name, png in made.items():
         if png is None:
             notes.append(f"no {name} plot: {reasons[name]}")
