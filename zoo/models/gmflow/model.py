@@ -22,8 +22,8 @@ from .backbone import CNNEncoder
 from .geometry import flow_warp
 from .matching import global_correlation_softmax, local_correlation_softmax
 from .position import add_position
-from .relative_position import POSITION_ENCODINGS
 from .propagation import ConvexUpsampler, FeatureFlowAttention
+from .relative_position import POSITION_ENCODINGS
 from .transformer import FeatureTransformer
 from .utils import image_statistics
 
