@@ -19,7 +19,7 @@ from typing import Any, Iterator, Optional, Union
 import torch
 
 __all__ = ["TensorLeaf", "PayloadGroup", "PayloadNode", "walk_payload", "iter_leaves",
-           "iter_tensors", "payload_bytes", "format_shape"]
+           "iter_tensors", "payload_bytes", "format_shape", "device_type_of"]
 
 _MAX_DEPTH = 32
 
@@ -148,3 +148,12 @@ def payload_bytes(node: Optional[PayloadNode]) -> int:
 def format_shape(shape: tuple[int, ...]) -> str:
     """``[1, 3, 224, 224]``-style text of a shape."""
     return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def device_type_of(model: Any, inputs: Any) -> str:
+    """Where a forward of ``model`` on ``inputs`` runs: the device type of the model's first
+    parameter (or buffer), else of the first tensor in ``inputs``, else ``"cpu"``."""
+    if isinstance(model, torch.nn.Module):
+        for tensor in list(model.parameters())[:1] + list(model.buffers())[:1]:
+            return tensor.device.type
+    return next((t.device.type for t in iter_tensors(inputs)), "cpu")

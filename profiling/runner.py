@@ -13,6 +13,7 @@ from .aggregate import aggregate_stages
 from .attach import attach_stages
 from .collectors import Collector, make_collectors
 from .errors import ProfilingError
+from .payload import device_type_of
 from .session import Session
 from .stages import StageCall
 
@@ -127,7 +128,7 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
     used = [c for _, group in untimed for c in group] + timing
     for collector in used:
         collector.bind(model, inputs)
-    device_type = _device_type(model, inputs)
+    device_type = device_type_of(model, inputs)
     calls: Optional[list[StageCall]] = None
     events: list[tuple[str, StageCall]] = []
     outputs: dict[str, Any] = {}
@@ -167,13 +168,3 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
         calls=calls, events=events, timed=timed_forwards, forward_ms=forward_ms,
         stages=aggregate_stages(calls, timed_forwards), output=output,
         collectors={c.name: c for c in used})
-
-
-def _device_type(model: Any, inputs: Any) -> str:
-    if isinstance(model, torch.nn.Module):
-        for tensor in list(model.parameters())[:1] + list(model.buffers())[:1]:
-            return tensor.device.type
-    for value in (inputs.values() if isinstance(inputs, Mapping) else inputs):
-        if isinstance(value, torch.Tensor):
-            return value.device.type
-    return "cpu"

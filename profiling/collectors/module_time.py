@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional
 import torch
 from torch import nn
 
-from ..payload import iter_tensors
+from ..payload import device_type_of
 from .base import Collector
 
 __all__ = ["ModuleTime"]
@@ -44,9 +44,9 @@ class ModuleTime(Collector):
         self._pending: list[tuple[str, torch.cuda.Event, torch.cuda.Event]] = []
 
     def bind(self, model: Any, inputs: Any) -> None:
-        """Keep the model, and time with CUDA events when its inputs are on a CUDA device."""
+        """Keep the model, and time with CUDA events when the forward runs on a CUDA device."""
         self.model = model if isinstance(model, nn.Module) else None
-        self._cuda = any(t.is_cuda for t in iter_tensors(inputs))
+        self._cuda = device_type_of(model, inputs) == "cuda"
 
     def start_forward(self, session) -> None:
         self.last_call_seconds, self.total_seconds = {}, {}
