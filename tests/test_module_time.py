@@ -54,9 +54,10 @@ def test_last_call_and_total_per_module_and_no_hooks_left():
     result = profile_model(model, (torch.zeros(2),), collectors=["payload", collector])
     last, total = collector.last_call_seconds, collector.total_seconds
     assert set(last) == set(total) == {"", "block", "block.0", "block.1", "slow"}
-    assert 0.01 <= last["block.0"] < 0.03 and 0.02 <= total["block.0"] < 0.05
-    assert 0.01 <= last["block"] < total["block"]
-    assert total["slow"] == last["slow"] >= 0.04
+    # lower bounds only: a sleep never returns early, but a busy machine can oversleep
+    assert last["block.0"] >= 0.01 and total["block.0"] >= last["block.0"] + 0.01  # two calls
+    assert last["block"] >= last["block.0"] and total["block"] >= total["block.0"]
+    assert total["slow"] == last["slow"] >= 0.04  # one call
     assert total[""] >= total["block"] + total["slow"]  # inclusive of the submodules
     assert torch.equal(result.output, torch.full((2,), 3.0))
     assert result.timed == []  # a pass of its own, no timed forwards
@@ -82,9 +83,11 @@ def test_times_fill_the_torchstat_column_and_the_module_tree():
         model(torch.zeros(2))
     shares = layers_table(model, counting.modules, collector.last_call_seconds).set_index(
         "module name")["duration[%]"]
-    # leaves only: slow's 40 ms of about 50 ms (block.0 and block.1 by their last call)
+    # leaves only, each by its last call
     assert list(shares.index) == ["block.0", "block.1", "slow", "total"]
-    assert 0.6 < shares["slow"] < 0.9
+    last = collector.last_call_seconds
+    leaves = last["block.0"] + last["block.1"] + last["slow"]
+    assert shares["slow"] == pytest.approx(last["slow"] / (leaves + 1e-7))
     assert shares["total"] == pytest.approx(1.0, abs=1e-4)  # torchstat divides by sum + 1e-7
     table = modules_table(model, counting.modules, collector.total_seconds)
     times = table[table.kind == "module"].set_index("module")["time_ms"]
