@@ -1,7 +1,29 @@
-"""The one exception type for bad input to the profiler."""
+"""The exception type for bad input to the profiler, and where a failure happened."""
 
-__all__ = ["ProfilingError"]
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+__all__ = ["ProfilingError", "mark_stage", "failed_stage"]
+
+_STAGE_ATTRIBUTE = "profiling_stage"
 
 
 class ProfilingError(ValueError):
     """Bad input: the message is one line saying what is wrong and what is accepted."""
+
+
+def mark_stage(error: BaseException, open_stages: Sequence[str]) -> None:
+    """Remember on ``error`` the stages that were open when it went through a forward
+    (outermost first); the first mark, the innermost forward's, is kept."""
+    if open_stages and failed_stage(error) is None:
+        try:
+            setattr(error, _STAGE_ATTRIBUTE, "/".join(open_stages))
+        except AttributeError:  # an exception type without a __dict__
+            pass
+
+
+def failed_stage(error: BaseException) -> Optional[str]:
+    """The stages open when ``error`` was raised in a profiled forward, as
+    ``outer/inner``, or ``None`` when it was raised outside any stage."""
+    return getattr(error, _STAGE_ATTRIBUTE, None)

@@ -131,14 +131,22 @@ def load_ceilings(name_or_path: Union[str, Path]) -> Ceilings:
 
     if not path.is_file():
         raise ProfilingError(f"ceilings file not found: {path}")
-    data = yaml.safe_load(path.read_text())
     try:
-        return Ceilings(str(data["name"]),
-                        {k: float(v) for k, v in data["peak_flops_per_s"].items()},
-                        float(data["memory_bandwidth_bytes_per_s"]), str(data.get("source", "")))
-    except (KeyError, TypeError, AttributeError, ValueError):
+        data = yaml.safe_load(path.read_text())
+        device = Ceilings(str(data["name"]),
+                          {str(k): float(v) for k, v in data["peak_flops_per_s"].items()},
+                          float(data["memory_bandwidth_bytes_per_s"]),
+                          str(data.get("source", "")))
+    except (KeyError, TypeError, AttributeError, ValueError, yaml.YAMLError, OSError):
         raise ProfilingError(f"{path} is not a ceilings file: it needs name, peak_flops_per_s "
                              f"({{dtype: FLOP/s}}) and memory_bandwidth_bytes_per_s") from None
+    rates = {"memory_bandwidth_bytes_per_s": device.memory_bandwidth_bytes_per_s,
+             **{f"peak_flops_per_s.{k}": v for k, v in device.peak_flops_per_s.items()}}
+    bad = next((k for k, v in rates.items() if not math.isfinite(v) or v <= 0), None)
+    if bad is not None or not device.peak_flops_per_s:
+        raise ProfilingError(f"{path}: {bad or 'peak_flops_per_s'} must hold finite values "
+                             f"above 0, got {rates.get(bad, 'nothing')}")
+    return device
 
 
 def save_ceilings(device: Ceilings, path: Union[str, Path]) -> Path:

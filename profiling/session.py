@@ -7,6 +7,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 from . import stages as _stages
 from .collectors.base import Collector
+from .errors import mark_stage
 from .payload import walk_payload
 from .stages import StageCall
 
@@ -62,6 +63,9 @@ class Session:
                 collector.start_forward(self)
                 started.append(collector)
             yield self
+        except BaseException as error:
+            mark_stage(error, [call.name for call in self._stack])
+            raise
         finally:
             while self._stack:
                 self.exit_stage(self._stack[-1])

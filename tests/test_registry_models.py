@@ -38,18 +38,19 @@ def test_model_declares_and_runs_its_stages_on_meta(name):
 
 
 @pytest.mark.parametrize("name, options, message", [
-    ("gmflow", dict(in_channels=0), "in_channels=0 is not supported; accepted: an integer >= 1"),
-    ("gmflow", dict(ffn_dim_expansion=0), "ffn_dim_expansion=0 is not supported"),
+    ("gmflow", dict(in_channels=0), "in_channels=0 is not accepted; accepted: an integer >= 1"),
+    ("gmflow", dict(ffn_dim_expansion=0), "ffn_dim_expansion=0 is not accepted"),
     ("gmflow", dict(num_transformer_layers=-1), "accepted: an integer >= 0"),
     ("gmflow_unet", dict(decoder_channels=[128, 0, 64, 16]),
-     "decoder_channels=[128, 0, 64, 16] is not supported; accepted: integers >= 1"),
-    ("swiftnet", dict(num_classes=0), "num_classes=0 is not supported"),
-    ("swin_unet", dict(in_channels=-1), "in_channels=-1 is not supported"),
-    ("faster_rcnn", dict(min_size=0), "min_size=0 is not supported"),
-    ("timm", dict(in_channels=0), "in_channels=0 is not supported"),
-    ("torchvision", dict(num_classes=-3), "num_classes=-3 is not supported; accepted: an "
+     "decoder_channels=[128, 0, 64, 16] is not accepted; accepted: a non-empty list of "
+     "integers >= 1"),
+    ("swiftnet", dict(num_classes=0), "num_classes=0 is not accepted"),
+    ("swin_unet", dict(in_channels=-1), "in_channels=-1 is not accepted"),
+    ("faster_rcnn", dict(min_size=0), "min_size=0 is not accepted"),
+    ("timm", dict(in_channels=0), "in_channels=0 is not accepted"),
+    ("torchvision", dict(num_classes=-3), "num_classes=-3 is not accepted; accepted: an "
                                           "integer >= 0"),
-    ("swiftnet", dict(in_channels=True), "in_channels=True is not supported"),
+    ("swiftnet", dict(in_channels=True), "in_channels=True is not accepted"),
 ])
 def test_sizes_below_their_minimum_are_one_config_error(name, options, message):
     with pytest.raises(zoo.errors.ConfigError) as error:

@@ -2,17 +2,42 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
+import re
+import warnings
 from typing import Callable, Optional
 
 import torch
 
 from .errors import ConfigError
+from .options import Boolean, check_value
 
-__all__ = ["load_checkpoint", "read_state_dict"]
+__all__ = ["load_checkpoint", "read_state_dict", "file_sha256", "check_named_hash"]
 
 _WRAPPER_KEYS = ("state_dict", "model", "model_state_dict")
+#: ``name-<hex>.pth``: torchvision's and GMFlow's releases name a prefix of the SHA-256.
+_NAMED_HASH = re.compile(r"-([0-9a-f]{8,64})\.[A-Za-z]+$")
+
+
+def file_sha256(path: str) -> str:
+    """The SHA-256 of the file at ``path``, in hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_named_hash(path: str, sha256: str) -> None:
+    """Raise :class:`ConfigError` when the file name carries a hash (``name-e9887eda.pth``, as
+    torchvision's and GMFlow's releases do) that the file's SHA-256 does not begin with."""
+    named = _NAMED_HASH.search(os.path.basename(path))
+    if named and not sha256.startswith(named.group(1)):
+        raise ConfigError(f"checkpoint {path} is corrupt or not the file its name says: its "
+                          f"SHA-256 begins {sha256[:len(named.group(1))]}, the name says "
+                          f"{named.group(1)}")
 
 
 def read_state_dict(path: str, *, allow_pickle: bool = False) -> dict[str, torch.Tensor]:
@@ -20,14 +45,27 @@ def read_state_dict(path: str, *, allow_pickle: bool = False) -> dict[str, torch
 
     The file is read with ``torch.load(..., weights_only=True)``; a checkpoint that holds
     arbitrary pickled objects is refused unless ``allow_pickle=True`` (only for files you
-    trust: unpickling can run code). A dict that wraps the weights under ``state_dict``,
-    ``model`` or ``model_state_dict`` (as GMFlow's and SwiftNet's releases do) is unwrapped.
+    trust: unpickling can run code; nothing but ``True`` enables it). A file whose name
+    carries a hash is verified first (:func:`check_named_hash`). A dict that wraps the
+    weights under ``state_dict``, ``model`` or ``model_state_dict`` (as GMFlow's and
+    SwiftNet's releases do) is unwrapped. Meta, complex and non-finite tensors are refused.
     """
-    if not os.path.isfile(path):
+    return _read_verified(path, allow_pickle)[0]
+
+
+def _read_verified(path: str, allow_pickle: bool) -> tuple[dict[str, torch.Tensor], str]:
+    """The state dict at ``path`` and the file's SHA-256 (see :func:`read_state_dict`)."""
+    check_value("checkpoint_allow_pickle", allow_pickle, Boolean())
+    if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
         raise ConfigError(f"checkpoint file not found: {path}; give the path of a local "
                           f".pth/.pt file")
+    path = os.fspath(path)
+    sha256 = file_sha256(path)
+    check_named_hash(path, sha256)
     try:
-        loaded = torch.load(path, map_location="cpu", weights_only=not allow_pickle)
+        with warnings.catch_warnings():  # torch's notes on the pickle protocol: noise here
+            warnings.simplefilter("ignore")
+            loaded = torch.load(path, map_location="cpu", weights_only=allow_pickle is not True)
     except pickle.UnpicklingError:
         raise ConfigError(f"checkpoint {path} holds pickled objects that weights_only loading "
                           f"refuses; if you trust the file, set "
@@ -42,7 +80,19 @@ def read_state_dict(path: str, *, allow_pickle: bool = False) -> dict[str, torch
     if not isinstance(loaded, dict) or not all(isinstance(v, torch.Tensor)
                                                for v in loaded.values()):
         raise ConfigError(f"checkpoint {path} holds no state dict (a dict of tensors)")
-    return loaded
+    for key, tensor in loaded.items():
+        _check_tensor(path, key, tensor)
+    return loaded, sha256
+
+
+def _check_tensor(path: str, key: str, tensor: torch.Tensor) -> None:
+    problem = ("a meta tensor (no data)" if tensor.is_meta else
+               "a complex tensor" if tensor.is_complex() else
+               "non-finite values" if tensor.is_floating_point()
+               and not bool(torch.isfinite(tensor).all()) else None)
+    if problem:
+        raise ConfigError(f"checkpoint {path} holds {problem} at {key}; expected real, finite "
+                          f"weights")
 
 
 def load_checkpoint(model: torch.nn.Module, path: Optional[str], *, allow_pickle: bool = False,
@@ -50,6 +100,8 @@ def load_checkpoint(model: torch.nn.Module, path: Optional[str], *, allow_pickle
     """Load the checkpoint at ``path`` into ``model`` strictly and return the model.
 
     No ``path`` (``None`` or empty, a builder's default) leaves the random weights as they are.
+    The loaded file's path and SHA-256 are kept as ``model.checkpoint_file`` (for
+    ``meta.json``).
 
     Args:
         key_map: renames each checkpoint key to the model's name (for checkpoints whose
@@ -61,7 +113,7 @@ def load_checkpoint(model: torch.nn.Module, path: Optional[str], *, allow_pickle
     """
     if not path:
         return model
-    state_dict = read_state_dict(path, allow_pickle=allow_pickle)
+    state_dict, sha256 = _read_verified(path, allow_pickle)
     if key_map is not None:
         state_dict = {key_map(key): value for key, value in state_dict.items()}
     adapt = getattr(model, "adapt_state_dict", None)
@@ -72,6 +124,12 @@ def load_checkpoint(model: torch.nn.Module, path: Optional[str], *, allow_pickle
     unexpected = [k for k in state_dict if k not in expected]
     mismatched = [k for k in expected if k in state_dict
                   and tuple(state_dict[k].shape) != tuple(expected[k].shape)]
+    not_floating = next((k for k in expected if k in state_dict
+                         and expected[k].is_floating_point()
+                         and not state_dict[k].is_floating_point()), None)
+    if not_floating is not None:
+        raise ConfigError(f"checkpoint {path} holds {state_dict[not_floating].dtype} at "
+                          f"{not_floating}, where the model has floating-point weights")
     if missing or unexpected or mismatched:
         problems = []
         if missing:
@@ -86,4 +144,5 @@ def load_checkpoint(model: torch.nn.Module, path: Optional[str], *, allow_pickle
         raise ConfigError(f"checkpoint {path} does not match {type(model).__name__}: "
                           + "; ".join(problems))
     model.load_state_dict(state_dict, strict=True)
+    model.checkpoint_file = {"path": os.path.abspath(path), "sha256": sha256}
     return model

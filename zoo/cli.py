@@ -1,24 +1,132 @@
-"""Command-line plumbing shared by the entry points: override checks and one-line errors."""
+"""Command-line plumbing shared by every entry point: one error contract, and override checks.
+
+The contract, for ``zoo.profile``, ``zoo.compare``, ``zoo.split``, ``zoo.collect``, ``zoo.plot``
+and ``zoo.calibrate`` alike: a problem ends with one line on stderr (``error: ...``) and no
+traceback; bad input exits 2, a failure at run time 1 (its traceback goes to a log file that
+the line names), an interrupt 130. No output folder is left empty or partial.
+
+This module imports neither torch nor Hydra at import time, so ``--help`` and bad options are
+answered at once.
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
+import re
 import sys
+import tempfile
+import time
+import traceback
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, NoReturn, Optional, Sequence
 
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import OmegaConf
+from profiling.errors import ProfilingError, failed_stage
 
-from profiling.errors import ProfilingError
+from .errors import ConfigError
 
-__all__ = ["CONFIG_DIR", "check_overrides", "fail", "config_options", "compose_config"]
+__all__ = ["CONFIG_DIR", "EXIT_BAD_INPUT", "EXIT_FAILURE", "EXIT_INTERRUPTED", "ArgumentParser",
+           "run_tool", "exit_with", "fail", "describe_failure", "log_directory", "config_options",
+           "compose_config", "check_overrides"]
 
-_GROUPS = ("model", "device", "input", "experiment")
+EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED = 2, 1, 130
 
 #: The Hydra configs of the app.
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+
+_GROUPS = ("model", "device", "input", "experiment")
+_OOM = re.compile(r"out of memory|can't allocate memory|not enough memory", re.IGNORECASE)
+_TRIED = re.compile(r"(?:tried to allocate|Tried to allocate)\s+([\d.,]+\s*\w+)")
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """Print ``error: message`` on one line of stderr and exit with ``code``."""
+    print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
+    sys.exit(code)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse`` whose usage errors are one ``ConfigError`` line (exit 2), not a usage
+    block."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{message} (see {self.prog} --help)")
+
+
+def log_directory() -> Path:
+    """Where failure logs go: ``$ZOO_LOG_DIR``, else ``results/logs`` under the current folder,
+    else the system's temporary folder (a read-only or full disk still gets a log)."""
+    for candidate in (os.environ.get("ZOO_LOG_DIR"), "results/logs", tempfile.gettempdir()):
+        if not candidate:
+            continue
+        try:
+            Path(candidate).mkdir(parents=True, exist_ok=True)
+            probe = Path(candidate) / f".probe-{os.getpid()}"
+            probe.write_text("")
+            probe.unlink()
+            return Path(candidate)
+        except OSError:
+            continue
+    return Path(tempfile.gettempdir())
+
+
+def _write_log(tool: str, error: BaseException) -> Optional[Path]:
+    stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
+    try:
+        path = log_directory() / f"{tool}-{stamp}-{os.getpid()}.log"
+        path.write_text(f"{' '.join(sys.argv)}\n\n" + "".join(
+            traceback.format_exception(type(error), error, error.__traceback__)))
+        return path.resolve()
+    except OSError:
+        return None
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+    if isinstance(error, MemoryError):
+        return True
+    oom_type = getattr(sys.modules.get("torch"), "OutOfMemoryError", None)
+    return (oom_type is not None and isinstance(error, oom_type)) or (
+        isinstance(error, RuntimeError) and bool(_OOM.search(str(error))))
+
+
+def describe_failure(error: BaseException) -> tuple[str, int]:
+    """The one line and the exit status for ``error`` (see the module's contract)."""
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted", EXIT_INTERRUPTED
+    if isinstance(error, ProfilingError):
+        return str(error), EXIT_BAD_INPUT
+    where = f" in stage '{failed_stage(error)}'" if failed_stage(error) else ""
+    if _is_out_of_memory(error):
+        tried = _TRIED.search(str(error))
+        size = f" (tried to allocate {tried.group(1)})" if tried else ""
+        return (f"out of memory{where}{size}; try a smaller input.size or input.batch, or "
+                f"device=meta for shapes and counts"), EXIT_FAILURE
+    if isinstance(error, OSError) and error.filename is not None:
+        return f"cannot write or read {error.filename}: {error.strerror}", EXIT_FAILURE
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}{where}: {text[0] if text else '(no message)'}", EXIT_FAILURE
+
+
+def run_tool(tool: str, job: Callable[[], Any]) -> Any:
+    """Run ``job`` under the error contract: return its result, or end the process with one
+    line on stderr and the exit status of :func:`describe_failure`."""
+    try:
+        return job()
+    except SystemExit:
+        raise
+    except BaseException as error:  # noqa: BLE001  (every failure gets the contract)
+        exit_with(tool, error)
+
+
+def exit_with(tool: str, error: BaseException) -> NoReturn:
+    """End the process for ``error`` under the contract: one line (naming the traceback's log
+    file for failures and interrupts) and the exit status of :func:`describe_failure`."""
+    message, code = describe_failure(error)
+    if code != EXIT_BAD_INPUT:
+        log = _write_log(tool, error)
+        if log is not None:
+            message += f" (traceback in {log})"
+    fail(message, code)
 
 
 def config_options(group: str) -> list[str]:
@@ -26,14 +134,14 @@ def config_options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
 
 
-def fail(message: str, code: int = 2) -> None:
-    """Print ``error: message`` on one line of stderr and exit with ``code``."""
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(code)
-
-
 def compose_config(overrides: Sequence[str], config_name: str = "profile"):
     """Compose the app's config with ``overrides`` (outside of a Hydra run)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from .resolvers import register_resolvers
+
+    register_resolvers()
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
@@ -41,6 +149,8 @@ def compose_config(overrides: Sequence[str], config_name: str = "profile"):
 
 
 def _explain(error: Exception, overrides: Sequence[str], config_name: str) -> str:
+    from .options import suggest
+
     text = str(error)
     for group in _GROUPS:
         if f"'{group}/" in text or f"{group}/" in text.split("\n")[0]:
@@ -52,31 +162,51 @@ def _explain(error: Exception, overrides: Sequence[str], config_name: str) -> st
         key = text.split("'")[1] if "'" in text else "?"
         parent, _, _ = key.rpartition(".")
         accepted = _accepted_keys(overrides, parent, config_name)
-        return f"unknown option '{key}'; accepted{f' in {parent}' if parent else ''}: {accepted}"
+        if parent and not accepted:  # the parent is a typo too: suggest from the top level
+            parent, accepted = "", _accepted_keys(overrides, "", config_name)
+        known = [f"{parent}.{k}" if parent else k for k in accepted]
+        hint = suggest(key if parent else key.split(".")[0], known)
+        listing = f"; accepted{f' in {parent}' if parent else ''}: {', '.join(accepted)}"
+        return f"unknown option '{key}'{hint}{listing}"
     return text.strip().splitlines()[0]
 
 
-def _accepted_keys(overrides: Sequence[str], parent: str, config_name: str) -> str:
+def _accepted_keys(overrides: Sequence[str], parent: str, config_name: str) -> list[str]:
+    from omegaconf import OmegaConf
+
     groups = [o for o in overrides if o.split("=", 1)[0] in _GROUPS]
     try:
         cfg = compose_config(groups, config_name)
         node = OmegaConf.select(cfg, parent) if parent else cfg
-        return ", ".join(str(k) for k in node.keys() if str(k) != "_target_")
+        return [str(k) for k in node.keys() if str(k) != "_target_"]
     except Exception:  # noqa: BLE001  (only an aid to the message)
-        return "see --help"
+        return []
 
 
-def check_overrides(overrides: Sequence[str], config_name: str = "profile") -> Optional[str]:
-    """Compose the config once per swept value; return a one-line problem or ``None``.
+def _model_defaults(model_name: Any) -> Optional[dict]:
+    from omegaconf import OmegaConf
 
-    Hydra's own errors span several lines and suggest stack traces; this turns the common ones
-    (an unknown model or option, a malformed override) into one line saying what is accepted.
-    """
-    plain = [o for o in overrides if not o.startswith("hydra.") and not o.startswith("-")]
-    try:
-        parsed = OverridesParser.create().parse_overrides(plain)
-    except Exception as error:  # noqa: BLE001  (the parser raises its own error types)
-        return f"cannot parse the overrides: {str(error).splitlines()[0]}"
+    path = CONFIG_DIR / "model" / f"{model_name}.yaml"
+    return OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else None
+
+
+def check_composed(cfg: Any) -> None:
+    """Check a composed config against the option schema (:mod:`zoo.options`); raise a
+    one-line ``ConfigError``."""
+    from omegaconf import OmegaConf
+
+    from .options import check_config
+
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    plain.pop("hydra", None)
+    model = plain.get("model") or {}
+    check_config(plain, _model_defaults(model.get("name")))
+
+
+def _variants(overrides: Sequence[str]) -> list[list[str]]:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
     first = [o.input_line if not o.is_sweep_override() else
              f"{o.get_key_element()}={next(iter(o.sweep_string_iterator()))}" for o in parsed]
     variants = [first]
@@ -85,23 +215,38 @@ def check_overrides(overrides: Sequence[str], config_name: str = "profile") -> O
             for value in override.sweep_string_iterator():
                 variants.append(first[:i] + [f"{override.get_key_element()}={value}"]
                                 + first[i + 1:])
+    return variants
+
+
+def check_overrides(overrides: Sequence[str], config_name: str = "profile") -> Optional[str]:
+    """Compose the config once per swept value and check it; return a one-line problem or
+    ``None``.
+
+    Hydra's own errors span several lines and suggest stack traces; this turns them (an unknown
+    model or option, a malformed override, a value of the wrong type) into one line saying what
+    is accepted.
+    """
+    plain = [o for o in overrides if not o.startswith("hydra.") and not o.startswith("-")]
+    try:
+        variants = _variants(plain)
+    except Exception as error:  # noqa: BLE001  (the parser raises its own error types)
+        return f"cannot parse the overrides: {str(error).splitlines()[0]}"
     for variant in variants:
         try:
-            compose_config(variant, config_name)
+            cfg = compose_config(variant, config_name)
         except Exception as error:  # noqa: BLE001  (any composition error is a bad input)
             return _explain(error, variant, config_name)
+        try:
+            check_composed(cfg)
+        except ConfigError as error:
+            return str(error)
     return None
 
 
-def run_checked(job: Callable[[], None], config_name: str = "profile") -> None:
-    """Check the command line's overrides, then run the Hydra ``job``; one-line errors."""
-    overrides = [a for a in sys.argv[1:] if "=" in a and not a.startswith("-")]
-    if not any(a in ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c")
-               for a in sys.argv[1:]):
-        problem = check_overrides(overrides, config_name)
-        if problem:
-            fail(problem)
-    try:
-        job()
-    except ProfilingError as error:
-        fail(str(error))
+def hydra_value(overrides: Sequence[str], key: str) -> Optional[str]:
+    """The value given to ``key`` (e.g. ``hydra.run.dir``) on the command line, or ``None``."""
+    for override in overrides:
+        name, sep, value = override.partition("=")
+        if sep and name.lstrip("+") == key:
+            return value
+    return None

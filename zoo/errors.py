@@ -14,11 +14,12 @@ class ConfigError(ProfilingError):
 
 def check_minimum(minimum: int, **options: Any) -> None:
     """Raise :class:`ConfigError` for the first of ``options`` (``name=value``) that is not an
-    integer of at least ``minimum``; a sequence's entries are checked one by one."""
+    integer of at least ``minimum``; a sequence's entries are checked one by one (and it must
+    not be empty)."""
+    from .options import Integer, ListOf, check_value
+
     for name, value in options.items():
         is_sequence = isinstance(value, Sequence) and not isinstance(value, str)
-        values = list(value) if is_sequence else [value]
-        if any(isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in values):
-            accepted = f"integers >= {minimum}" if is_sequence else f"an integer >= {minimum}"
-            shown = values if is_sequence else repr(value)
-            raise ConfigError(f"{name}={shown} is not supported; accepted: {accepted}")
+        item = Integer(minimum=minimum)
+        check_value(name, list(value) if is_sequence else value,
+                    ListOf(item) if is_sequence else item)

@@ -1,24 +1,25 @@
 """``python -m zoo.profile model=NAME device=cpu|cuda|meta ...``: profile a model stage by stage.
 
 A thin Hydra entry point: :func:`zoo.app.run_profile` does the work and can be called from
-Python. Bad input ends with one line on stderr, exit status 2, and no run directory.
+Python. Every option is checked before Hydra starts; problems follow the error contract of
+:mod:`zoo.cli` (one line, exit 2 for bad input, 1 for a failure, 130 for an interrupt), and a
+run folder is complete or absent.
 """
 
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
+from typing import Sequence
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
-from omegaconf import DictConfig
+from .cli import CONFIG_DIR, check_overrides, exit_with, fail, hydra_value, run_tool
+from .errors import ConfigError
+from .resolvers import register_resolvers
 
-from profiling.errors import ProfilingError
+__all__ = ["main"]
 
-from . import sweep_summary
-from .app import run_profile
-from .cli import CONFIG_DIR, fail, run_checked
+_HELP = ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c", "--resolve")
 
 
 def _remove_if_empty(directory: Path) -> None:
@@ -26,27 +27,69 @@ def _remove_if_empty(directory: Path) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="profile")
-def _job(cfg: DictConfig) -> None:
+def _job(cfg) -> None:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from .app import run_profile
+
     hydra_config = HydraConfig.get()
     run_dir = Path(hydra_config.runtime.output_dir)
     try:
         run_profile(cfg, run_dir)
-    except ProfilingError as error:
+    except Exception as error:  # noqa: BLE001  (the contract: one line, or error.json in a sweep)
         _remove_if_empty(run_dir)
         if hydra_config.mode == RunMode.MULTIRUN:
             raise
-        fail(str(error))
+        exit_with("zoo.profile", error)
+    except BaseException:
+        _remove_if_empty(run_dir)
+        raise
 
 
-def main() -> None:
-    """Entry point of ``python -m zoo.profile``."""
-    run_checked(_job)
+def _check_output_folders(arguments: Sequence[str]) -> None:
+    """Refuse an empty output folder, and one that holds a run, before any work."""
+    multirun = any(a in ("-m", "--multirun") for a in arguments)
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    folder = hydra_value(arguments, key)
+    if folder is None:
+        return
+    if not folder.strip():
+        raise ConfigError(f"{key} is empty; give a folder, e.g. {key}=results/my-run")
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{key}={folder} is a file, not a folder")
+    if path.is_dir() and any(path.iterdir()):
+        if hydra_value(arguments, "run.overwrite") != "true":
+            raise ConfigError(f"{key}={folder} already holds a {'sweep' if multirun else 'run'}; "
+                              f"choose another folder, or replace it whole with "
+                              f"run.overwrite=true")
+        if multirun:
+            shutil.rmtree(path)
+
+
+def _main() -> None:
+    import hydra
+
+    from . import sweep_summary
+
+    arguments = sys.argv[1:]
+    if not any(a in _HELP for a in arguments):
+        problem = check_overrides([a for a in arguments if "=" in a and not a.startswith("-")])
+        if problem:
+            raise ConfigError(problem)
+        _check_output_folders(arguments)
+    hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="profile")(_job)()
     outcome = sweep_summary.last_sweep
     if outcome is not None and outcome.failed:
         fail(f"{outcome.failed} of {outcome.runs} runs failed; their errors are in "
              f"{outcome.summary}", code=1)
 
+
+def main() -> None:
+    """Entry point of ``python -m zoo.profile``."""
+    register_resolvers()
+    run_tool("zoo.profile", _main)
 
 if __name__ == "__main__":
     main()

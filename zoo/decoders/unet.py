@@ -73,7 +73,7 @@ class UNetDecoder(nn.Module):
         decoder_channels = list(decoder_channels)
         most = min(len(skip_channels), len(decoder_channels))
         if not 0 <= n_skip <= most:
-            raise ConfigError(f"n_skip={n_skip} is not supported; accepted: 0 to {most} (one "
+            raise ConfigError(f"n_skip={n_skip} is not accepted; accepted: 0 to {most} (one "
                               f"skip per decoder block, {len(skip_channels)} skip features)")
         scale_factors = list(scale_factors or [2] * len(decoder_channels))
         if len(scale_factors) != len(decoder_channels):

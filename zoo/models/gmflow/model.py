@@ -80,13 +80,13 @@ def _int_list(values: Sequence[int], name: str, num_scales: int) -> tuple[int, .
     minimum = 1 if name == "attn_splits_list" else -1
     if any(v < minimum or v == 0 for v in values):
         accepted = "integers >= 1" if minimum == 1 else "-1 (global) or a radius >= 1"
-        raise ConfigError(f"{name}={list(values)} is not supported; accepted: {accepted}")
+        raise ConfigError(f"{name}={list(values)} is not accepted; accepted: {accepted}")
     return values
 
 
 def _check_choice(name: str, value: Any, accepted: Sequence[Any]) -> None:
     if value not in accepted:
-        raise ConfigError(f"{name}={value!r} is not supported; accepted: "
+        raise ConfigError(f"{name}={value!r} is not accepted; accepted: "
                           f"{', '.join(map(str, accepted))}")
 
 
@@ -133,7 +133,7 @@ class GMFlow(ZooModel):
                  attention_impl: str = "sdpa", position_encoding: str = "sine") -> None:
         super().__init__()
         if not 1 <= num_scales <= 4:
-            raise ConfigError(f"num_scales={num_scales} is not supported; accepted: 1 to 4")
+            raise ConfigError(f"num_scales={num_scales} is not accepted; accepted: 1 to 4")
         self.num_scales = num_scales
         self.attn_splits_list = _int_list(attn_splits_list, "attn_splits_list", num_scales)
         self.corr_radius_list = _int_list(corr_radius_list, "corr_radius_list", num_scales)
@@ -172,7 +172,7 @@ class GMFlow(ZooModel):
     @staticmethod
     def _layer3_stride(upsample_factor: int, first_stride: int) -> int:
         if first_stride < 1:
-            raise ConfigError(f"first_stride={first_stride} is not supported; accepted: >= 1")
+            raise ConfigError(f"first_stride={first_stride} is not accepted; accepted: >= 1")
         valid = (2 * first_stride, 4 * first_stride)
         if upsample_factor not in valid:
             raise ConfigError(f"upsample_factor={upsample_factor} does not match the encoder "
@@ -184,13 +184,13 @@ class GMFlow(ZooModel):
     def _check_architecture(feature_channels: int, num_head: int, first_kernel_size: int, *,
                             sine: bool) -> None:
         if sine and (feature_channels < 4 or feature_channels % 4):
-            raise ConfigError(f"feature_channels={feature_channels} is not supported; accepted: "
+            raise ConfigError(f"feature_channels={feature_channels} is not accepted; accepted: "
                               f"a multiple of 4 (the sine position encoding needs it)")
         if num_head < 1 or feature_channels % num_head:
             raise ConfigError(f"num_head={num_head} does not divide "
                               f"feature_channels={feature_channels}; accepted: a divisor of it")
         if first_kernel_size < 1 or first_kernel_size % 2 == 0:
-            raise ConfigError(f"first_kernel_size={first_kernel_size} is not supported; "
+            raise ConfigError(f"first_kernel_size={first_kernel_size} is not accepted; "
                               f"accepted: an odd size (padding k//2 keeps the stride exact)")
 
     # ---- the calling convention -------------------------------------------------------------

@@ -1,0 +1,288 @@
+"""Strict types for every option: one checker per kind of value, and the app's schema.
+
+Hydra reads ``key=no`` as the string ``"no"`` and OmegaConf would read it as ``False``; neither
+is what a user who typed it meant to be sure of, and a string that is silently truthy once ran
+pickles. Here a boolean is ``true`` or ``false`` and nothing else, an integer is an integer in
+its range, and a list is a list. :func:`check_config` checks a composed config of
+``python -m zoo.profile`` against :data:`SCHEMA` before any work; :func:`check_value` serves the
+model options (typed by their YAML defaults on the command line, by the builders' annotations in
+Python). This module imports neither torch nor Hydra, so bad options are answered at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import typing
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+from .errors import ConfigError
+
+__all__ = ["Checker", "Boolean", "Integer", "Number", "Text", "Choice",
+           "ListOf", "Nullable", "Anything", "MappingOf", "check_value", "check_config",
+           "checker_for_default", "checker_for_annotation", "suggest", "SCHEMA", "MAX_SEED"]
+
+#: The largest seed ``torch.manual_seed`` takes as a signed 64-bit value.
+MAX_SEED = 2 ** 63 - 1
+
+
+class Checker:
+    """A kind of value. ``accepts`` says what is accepted, in words."""
+
+    accepts = "any value"
+
+    def ok(self, value: Any) -> bool:
+        """Whether ``value`` is of this kind."""
+        return True
+
+
+def _shown(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def check_value(name: str, value: Any, checker: Checker) -> None:
+    """Raise :class:`~zoo.errors.ConfigError` unless ``value`` is of the kind ``checker`` describes."""
+    if not checker.ok(value):
+        raise ConfigError(f"{name}={_shown(value)} is not accepted; accepted: "
+                          f"{checker.accepts}")
+
+
+class Anything(Checker):
+    """Any value (options whose type the schema cannot know)."""
+
+
+@dataclass(frozen=True)
+class Boolean(Checker):
+    """``true`` or ``false``: not ``yes``, ``no``, ``0``, ``1`` or ``"false"``."""
+
+    accepts = "true or false"
+
+    def ok(self, value: Any) -> bool:
+        return isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Integer(Checker):
+    """An integer (not a boolean) in ``[minimum, maximum]``."""
+
+    minimum: Optional[int] = None
+    maximum: Optional[int] = None
+
+    @property
+    def accepts(self) -> str:  # type: ignore[override]
+        if self.minimum is not None and self.maximum is not None:
+            return f"an integer from {self.minimum} to {self.maximum}"
+        if self.minimum is not None:
+            return f"an integer >= {self.minimum}"
+        return "an integer"
+
+    def ok(self, value: Any) -> bool:
+        return (isinstance(value, int) and not isinstance(value, bool)
+                and (self.minimum is None or value >= self.minimum)
+                and (self.maximum is None or value <= self.maximum))
+
+
+@dataclass(frozen=True)
+class Number(Checker):
+    """A finite real number (an integer is one), above ``minimum`` (exclusive) if given."""
+
+    above: Optional[float] = None
+
+    @property
+    def accepts(self) -> str:  # type: ignore[override]
+        return "a finite number" + (f" > {self.above:g}" if self.above is not None else "")
+
+    def ok(self, value: Any) -> bool:
+        return (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and math.isfinite(value) and (self.above is None or value > self.above))
+
+
+@dataclass(frozen=True)
+class Text(Checker):
+    """A non-empty string."""
+
+    accepts = "a non-empty text"
+
+    def ok(self, value: Any) -> bool:
+        return isinstance(value, str) and bool(value.strip())
+
+
+@dataclass(frozen=True)
+class Choice(Checker):
+    """One of ``values``."""
+
+    values: tuple[Any, ...]
+
+    @property
+    def accepts(self) -> str:  # type: ignore[override]
+        return "one of " + ", ".join(_shown(v) if not isinstance(v, str) else v
+                                     for v in self.values)
+
+    def ok(self, value: Any) -> bool:
+        return any(type(value) is type(v) and value == v for v in self.values)
+
+
+@dataclass(frozen=True)
+class ListOf(Checker):
+    """A list (or tuple) of items of one kind, of ``length`` items if given, never empty."""
+
+    item: Checker
+    length: Optional[int] = None
+
+    @property
+    def accepts(self) -> str:  # type: ignore[override]
+        count = f"{self.length} " if self.length else "a non-empty list of "
+        return (f"[{', '.join(['...'] * self.length)}] with " if self.length else count) + \
+            _plural(self.item.accepts)
+
+    def ok(self, value: Any) -> bool:
+        return (isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+                and len(value) > 0
+                and (self.length is None or len(value) == self.length)
+                and all(self.item.ok(v) for v in value))
+
+
+def _plural(accepts: str) -> str:
+    for article in ("an ", "a "):
+        if accepts.startswith(article):
+            words = accepts[len(article):].split(" ", 1)
+            return words[0] + "s" + (" " + words[1] if len(words) > 1 else "")
+    return accepts
+
+
+@dataclass(frozen=True)
+class MappingOf(Checker):
+    """A mapping with text keys (e.g. more keyword arguments of a library's builder)."""
+
+    accepts = "a mapping {key: value, ...}"
+
+    def ok(self, value: Any) -> bool:
+        return isinstance(value, Mapping) and all(isinstance(k, str) for k in value)
+
+
+@dataclass(frozen=True)
+class Nullable(Checker):
+    """``null`` (None) or a value of ``inner``'s kind."""
+
+    inner: Checker
+
+    @property
+    def accepts(self) -> str:  # type: ignore[override]
+        return f"null or {self.inner.accepts}"
+
+    def ok(self, value: Any) -> bool:
+        return value is None or self.inner.ok(value)
+
+
+def checker_for_default(default: Any) -> Checker:
+    """The kind of value an option takes, judged from its default (``null``: any)."""
+    if isinstance(default, bool):
+        return Boolean()
+    if isinstance(default, int):
+        return Integer()
+    if isinstance(default, float):
+        return Number()
+    if isinstance(default, str):
+        return Text()
+    if isinstance(default, (list, tuple)) and default:
+        return ListOf(checker_for_default(default[0]))
+    if isinstance(default, Mapping):
+        return MappingOf()
+    return Anything()
+
+
+def checker_for_annotation(annotation: Any) -> Checker:
+    """The kind of value a builder's parameter takes, judged from its type annotation."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Union:
+        inner = [a for a in args if a is not type(None)]
+        checker = checker_for_annotation(inner[0]) if len(inner) == 1 else Anything()
+        return Nullable(checker) if type(None) in args else checker
+    if origin is typing.Literal:
+        return Choice(tuple(args))
+    if annotation is bool:
+        return Boolean()
+    if annotation is int:
+        return Integer()
+    if annotation is float:
+        return Number()
+    if annotation is str:
+        return Text()
+    if origin in (list, tuple, Sequence, typing.Sequence) or annotation in (list, tuple):
+        item = args[0] if args else Any
+        return ListOf(checker_for_annotation(item) if item is not Any else Anything())
+    if origin in (dict, Mapping) or annotation in (dict, Mapping):
+        return MappingOf()
+    return Anything()
+
+
+def suggest(key: str, known: Sequence[str]) -> str:
+    """``" (did you mean X?)"`` for the closest of ``known`` to ``key`` (``""`` if none)."""
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+_DEVICES = ("cpu", "cuda", "meta")
+
+#: The app's options outside ``model``, ``device`` and ``hydra``: dotted key -> checker.
+#: The model's options are typed by its own YAML (:func:`checker_for_default`) and builder.
+SCHEMA: dict[str, Checker] = {
+    "run.warmup": Integer(minimum=0),
+    "run.repeats": Integer(minimum=1),
+    "run.seed": Integer(minimum=0, maximum=MAX_SEED),
+    "run.overwrite": Boolean(),
+    "input.size": Nullable(ListOf(Integer(minimum=1), length=2)),
+    "input.batch": Integer(minimum=1),
+    "input.pad": Boolean(),
+    "input.images": Anything(),  # null, a path or a list of paths: checked by zoo.images
+    "input.frames": Nullable(Integer(minimum=1)),
+    "collectors": Nullable(ListOf(Text())),
+    "roofline.ceilings": Nullable(Text()),
+    "roofline.dtype": Text(),
+    "summary": Boolean(),
+    "plots": Boolean(),
+    "trace": Boolean(),
+    "device.name": Choice(_DEVICES),
+    "device.index": Integer(minimum=0),
+    "device.collectors": ListOf(Text()),
+}
+
+#: Sections whose every key the schema lists (an undeclared key there is an unknown option).
+_SECTIONS = ("run", "input", "roofline", "device")
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping) and path.split(".")[0] in _SECTIONS and value:
+            flat.update(_flatten(value, path + "."))
+        else:
+            flat[path] = value
+    return flat
+
+
+def check_config(config: Mapping[str, Any], model_defaults: Optional[Mapping[str, Any]] = None
+                 ) -> None:
+    """Check a composed config (a plain dict; ``hydra`` is skipped) against :data:`SCHEMA`.
+
+    ``model_defaults`` are the options of the chosen model's YAML: a ``model`` key that is not
+    among them is unknown, and a value is checked against the kind of its default. Raises a
+    one-line :class:`~zoo.errors.ConfigError` naming the first bad option.
+    """
+    flat = _flatten({k: v for k, v in config.items() if k not in ("hydra", "model")})
+    for key, value in flat.items():
+        if key not in SCHEMA:
+            raise ConfigError(f"unknown option '{key}'{suggest(key, list(SCHEMA))}; accepted: "
+                              f"{', '.join(sorted(SCHEMA))}")
+        check_value(key, value, SCHEMA[key])
+    if model_defaults is None:
+        return
+    for key, value in (config.get("model") or {}).items():
+        if key not in model_defaults:
+            options = [k for k in model_defaults if not k.startswith("_")]
+            raise ConfigError(f"unknown option 'model.{key}'{suggest(key, options)}; "
+                              f"accepted in model: {', '.join(options)}")
+        if not key.startswith("_"):
+            check_value(f"model.{key}", value, checker_for_default(model_defaults[key]))

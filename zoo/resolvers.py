@@ -1,0 +1,32 @@
+"""OmegaConf resolvers of the app's configs: unique run-folder names that say what ran."""
+
+from __future__ import annotations
+
+import datetime
+import secrets
+from typing import Any
+
+__all__ = ["register_resolvers", "run_stamp", "model_label"]
+
+
+def run_stamp() -> str:
+    """``YYYY-MM-DD_HH-MM-SS.mmm-xxxx``: the time to the millisecond and 4 random hex digits,
+    so two runs started in the same millisecond still get folders of their own."""
+    now = datetime.datetime.now()
+    return f"{now:%Y-%m-%d_%H-%M-%S}.{now.microsecond // 1000:03d}-{secrets.token_hex(2)}"
+
+
+def model_label(name: Any, arch: Any = None) -> str:
+    """``torchvision-resnet50`` for a library model, else the model's name."""
+    return f"{name}-{arch}".replace("/", "_") if arch else str(name)
+
+
+def register_resolvers() -> None:
+    """Register ``${zoo.stamp:}`` (cached per config, so one run keeps one name) and
+    ``${zoo.label:NAME,ARCH}`` once per process."""
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("zoo.stamp"):
+        OmegaConf.register_new_resolver("zoo.stamp", run_stamp, use_cache=True)
+    if not OmegaConf.has_resolver("zoo.label"):
+        OmegaConf.register_new_resolver("zoo.label", model_label)
