@@ -13,12 +13,18 @@ from hydra.utils import instantiate
 import zoo
 from profiling import Session
 from profiling.payload import iter_leaves
+from reference_weights import fill_reference_weights_, load_reference, official_names
 from zoo.base import sum_input_channels
 from zoo.models.swiftnet import official_key
 
 SEEDS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
 GOLDEN = "swiftnet_rn18_official_128x256.pt"
+#: the compact reference of the official code (tests/data/README.md), in every clone.
+REFERENCE = "swiftnet_64x128.pt"
+#: max |logits - official| / max |official| against it: float32 round-off (5e-7 measured
+#: with 2 threads, 0 with 1).
+REFERENCE_TOLERANCE = 1e-5
 SEED_OPTIONS = dict(in_channels=4, num_classes=3, batch_norm=False, conv_bias=True)
 
 # index, module name, input C H W, output C H W, params (torchstat prints 8192.0 or 36,928.0)
@@ -109,6 +115,38 @@ def test_official_golden_logits(golden, tmp_path):
     assert relative.item() > 1e-3
 
 
+def _reference_model(**options) -> tuple[torch.nn.Module, dict, dict[str, str]]:
+    """Our SwiftNet with the reference weights of the official names, the reference, and our
+    name -> official name for every entry."""
+    data = load_reference(REFERENCE)
+    names = official_names(data, official_key)
+    model = zoo.create_model("swiftnet", **data["model_kwargs"], **options).eval()
+    fill_reference_weights_(model, names.__getitem__)
+    return model, data, names
+
+
+def _relative_error(logits: torch.Tensor, expected: torch.Tensor) -> float:
+    return ((logits - expected).abs().max() / expected.abs().max()).item()
+
+
+def test_matches_official_reference():
+    model, data, names = _reference_model()
+    assert data["official_commit"].startswith("2b88990")
+    assert set(names) == set(model.state_dict())  # the key map covers every official entry
+    assert {name: list(value.shape) for name, value in model.state_dict().items()} == {
+        ours: data["official_entries"][official] for ours, official in names.items()}
+    image = data["image"].clone()
+    with torch.no_grad():
+        logits = model(image)
+    assert torch.equal(image, data["image"])  # normalised out of place
+    assert logits.shape == (1, 19, 64, 128)
+    assert _relative_error(logits, data["logits"]) <= REFERENCE_TOLERANCE
+
+    paper, *_ = _reference_model(preact_skip=True)  # the paper's unrectified skips
+    with torch.no_grad():
+        assert _relative_error(paper(image), data["logits"]) > 10 * REFERENCE_TOLERANCE
+
+
 def test_official_key_mapping():
     assert official_key("backbone.img_mean") == "img_mean"
     assert official_key("backbone.bn1.running_var") == "encoder.bn1.running_var"
@@ -122,8 +160,9 @@ def test_official_key_mapping():
     assert official_key("decoder.up2.skip_conv.conv.weight") == "decoder.up2.skip_conv.conv.weight"
 
 
-def test_official_checkpoint_adapts_to_one_channel(golden, tmp_path):
-    state_dict = golden(GOLDEN)["state_dict"]
+def test_official_checkpoint_adapts_to_one_channel(tmp_path):
+    model, _, names = _reference_model()
+    state_dict = {names[name]: value for name, value in model.state_dict().items()}
     path = tmp_path / "official.pt"
     torch.save(state_dict, path)
     model = zoo.create_model("swiftnet", in_channels=1, checkpoint=str(path))
