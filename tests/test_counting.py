@@ -183,6 +183,23 @@ def test_views_are_free_and_listed_as_such():
     assert {"aten.view", "aten.t", "aten.detach", "aten.empty"} <= set(registered_ops())
 
 
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_flatten_and_contiguous_cost_what_their_view_or_copy_costs(device):
+    # Under inference_mode (as the runner counts) both reach the dispatcher whole; they are
+    # priced by what they decompose into: a free view, or a copy where the strides need one.
+    x = torch.randn(2, 3, 4, 5, device=device)
+    with torch.inference_mode():
+        views = counted(lambda: (x.flatten(1), x.flatten(2, 3), x.contiguous()))
+        copies = counted(lambda: (x.transpose(1, 2).flatten(1), x.transpose(1, 2).contiguous()))
+    assert views.total.as_dict() == dict.fromkeys(views.total.as_dict(), 0)
+    assert set(views.by_op) == {"aten.view"}
+    # each transposed copy reads and writes 2*3*4*5 float32 elements once: 480 bytes
+    assert (copies.total.bytes_read, copies.total.bytes_written) == (2 * 480, 2 * 480)
+    assert copies.by_op["aten.clone"].bytes_read == 2 * 2 * 3 * 4 * 5 * F32
+    assert copies.total.flops == 0
+    assert not views.uncounted and not copies.uncounted
+
+
 @torch.library.custom_op("stagezoo_test::mystery", mutates_args=())
 def _mystery(x: torch.Tensor) -> torch.Tensor:
     return x * 2

@@ -5,6 +5,11 @@ bytes. Copies, concatenation, padding, indexing, gathers and scatters, and tenso
 cost no FLOPs but move bytes: by default every tensor argument is read and every output
 written; factories and fills only write, ``copy_`` reads its source only, and ``index_put_``
 writes only the values it puts.
+
+Operators that are a view or a copy depending on the strides (``flatten``, ``contiguous``,
+``reshape``) have no formula on purpose: the counter prices them by their decomposition, so a
+flatten of a contiguous tensor is the free ``view`` it is and one of a transposed tensor is
+the ``clone`` it needs (``inference_mode`` hands them to the counter whole).
 """
 
 from __future__ import annotations
@@ -53,8 +58,8 @@ register_formula(variants(
     "flip", "tril", "triu", "im2col", "col2im", "pixel_shuffle", "pixel_unshuffle",
     "channel_shuffle", "native_channel_shuffle", "embedding", "where", "masked_fill",
     "masked_scatter", "scatter", "index_fill", "index_copy", "nonzero", "diag_embed", "diag",
-    "lift_fresh_copy", "detach_copy", "expand_copy", "unfold_copy", "alias_copy", "flatten",
-    "contiguous", "to_dense",
+    "lift_fresh_copy", "detach_copy", "expand_copy", "unfold_copy", "alias_copy",
+    "to_dense",
 ))(movement)
 
 
