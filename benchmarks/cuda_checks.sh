@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every check that needs a CUDA GPU, in one go, for a session that has one:
-#   the CUDA tests, the GMFlow attention benchmark (target >= 1.2x at 448x1024), the profiler's
-#   overhead with CUDA events, and the CUDA reference sweep into results/reference/cuda.
+#   the CUDA tests (every test marked @pytest.mark.cuda, selected with -m cuda), the GMFlow
+#   attention benchmark (target >= 1.2x at 448x1024), the profiler's overhead with CUDA events,
+#   and the CUDA reference sweep into results/reference/cuda.
 # Each step's output goes to LOG_DIR (default: results/reference/cuda/logs); a failing step
 # does not stop the others, and the exit status is the number of failed steps.
 #
@@ -37,9 +38,7 @@ run_step() {
 print(torch.__version__, torch.cuda.get_device_name())" || exit 99
 for step in $steps; do
     case $step in
-        tests) run_step tests "$python" -m pytest -q -rs tests/test_collectors.py \
-            tests/test_trace.py tests/test_counting.py tests/test_module_time.py \
-            tests/test_gmflow_attention.py tests/test_runner.py ;;
+        tests) run_step tests "$python" -m pytest -q -rs -m cuda tests ;;
         attention) run_step attention "$python" benchmarks/gmflow_attention.py --device cuda \
             --size 448 1024 --repeats 20 ;;
         overhead) run_step overhead "$python" benchmarks/overhead.py --device cuda --rounds 15 ;;

@@ -9,7 +9,6 @@ from profiling.collectors.tensor_memory import TensorMemory
 from profiling.collectors.timing import CpuTime
 from profiling.errors import ProfilingError
 
-from conftest import requires_cuda
 
 MB = 1e6
 
@@ -75,7 +74,7 @@ def test_cuda_collectors_refuse_without_a_gpu():
         make_collectors(["cuda_time"])
 
 
-@requires_cuda
+@pytest.mark.cuda
 def test_cuda_time_and_memory_on_a_gpu():
     x = torch.ones(1024, 1024, device="cuda")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import requires_cuda
 from torch import nn
 
 from profiling import Session, stage
@@ -271,7 +270,7 @@ def test_meta_and_real_runs_count_the_same():
     assert not real.uncounted and not meta.uncounted
 
 
-@requires_cuda
+@pytest.mark.cuda
 def test_cuda_runs_count_like_meta():
     model = _Toy().eval()
     image = torch.randn(2, 3, 6, 6)

@@ -15,7 +15,6 @@ from profiling.reports.layers_table import layers_table
 from profiling.reports.modules_table import modules_table, render_modules_text
 from profiling.runner import profile_model
 
-from conftest import requires_cuda
 
 
 class _Sleep(nn.Module):
@@ -106,7 +105,7 @@ def test_the_module_tree_without_times_shows_dashes():
     assert "time: -" in render_modules_text(model, table)
 
 
-@requires_cuda
+@pytest.mark.cuda
 def test_module_times_with_cuda_events():
     model = nn.Sequential(nn.Linear(512, 512), nn.ReLU()).cuda()
     collector = ModuleTime()

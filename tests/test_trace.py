@@ -10,7 +10,6 @@ import torch
 
 from profiling import stage
 from profiling.trace import trace_forward
-from conftest import requires_cuda
 
 
 class Staged(torch.nn.Module):
@@ -59,7 +58,7 @@ def test_trace_true_in_a_run(tmp_path):
     assert {"conv1", "layer1", "layer4", "fc"} <= names
 
 
-@requires_cuda
+@pytest.mark.cuda
 def test_cuda_trace_has_kernels_inside_the_stage_ranges():
     model = Staged().eval().cuda()
     events = _events(trace_forward(model, (torch.randn(1, 3, 16, 16, device="cuda"),)))
