@@ -100,7 +100,8 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
                   collectors: Sequence[Union[str, Collector]] = ("payload", "cpu_time"),
                   warmup: int = 1, repeats: int = 5,
                   attach: Optional[Mapping[str, str]] = None,
-                  progress: Optional[Callable[[str, int, int], None]] = None) -> ProfileResult:
+                  progress: Optional[Callable[[str, int, int], None]] = None,
+                  timed_model: Optional[Callable] = None) -> ProfileResult:
     """Profile ``model(*inputs)`` stage by stage.
 
     Each collector runs in the pass its ``pass_name`` names: one untimed forward for the
@@ -121,6 +122,9 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
         repeats: timed forwards (>= 1).
         attach: extra stages attached to submodules by path.
         progress: called as ``progress(phase, done, total)`` after each forward.
+        timed_model: what the warm-up and the timed forwards call instead of ``model``, such as
+            ``torch.compile(model)`` (compiled in the warm-up, never timed); the untimed passes
+            always run ``model`` eagerly, as their dispatch modes need.
     """
     check_run_options(warmup, repeats)
     record_payload = "payload" in collectors
@@ -147,12 +151,13 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
                 progress(name, index + 1, len(untimed))
         if timing or calls is None:
             total = int(warmup) + int(repeats)
+            forward = model if timed_model is None else timed_model
             with Session(timing) as timed:
                 for i in range(total):
                     _synchronize(device_type)
                     start = perf_counter_ns()
                     with timed.forward():
-                        result = call_model(model, inputs)
+                        result = call_model(forward, inputs)
                     _synchronize(device_type)
                     if i >= warmup:
                         forward_ms.append((perf_counter_ns() - start) / 1e6)

@@ -22,6 +22,7 @@ from profiling.reports.summary import format_summary
 from profiling.roofline import Ceilings, add_roofline_columns, ceilings_for_device, load_ceilings
 from profiling.runner import ProfileResult, check_run_options, profile_model
 
+from .deploy import Deployment, roofline_dtype
 from .errors import ConfigError
 from .extras import optional_outputs
 from .progress import ForwardProgress
@@ -115,6 +116,7 @@ def prepare(cfg: DictConfig, device: torch.device
     inputs, notes = make_inputs(cfg, model, device)
     if device.type == "meta" and model.meta_note():
         notes.append(model.meta_note())
+    model, inputs = Deployment.from_config(cfg.run).apply(model, inputs)  # run.dtype & co.
     return model, inputs, model.stage_paths(), notes
 
 
@@ -129,16 +131,23 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     repeats, warmup = int(cfg.run.repeats), int(cfg.run.warmup)
     check_run_options(warmup, repeats)  # before the model is built: fail fast
     collectors = _collectors(cfg)
+    deployment = Deployment.from_config(cfg.run)
+    deployment.check(device, timed=bool({"cpu_time", "cuda_time"} & set(collectors)),
+                     warmup=warmup)
     model, inputs, attach, notes = prepare(cfg, device)
-    with ForwardProgress(str(cfg.model.name)) as progress:
+    running = deployment.running(device, str(cfg.model.name))
+    with ForwardProgress(str(cfg.model.name)) as progress, running:
         result = profile_model(model, inputs, collectors=collectors, warmup=warmup,
-                               repeats=repeats, attach=attach, progress=progress)
+                               repeats=repeats, attach=attach, progress=progress,
+                               timed_model=deployment.timed_model(model))
+    notes += deployment.notes(model)
     ceilings = _ceilings(cfg, device)
     if ceilings is not None and "op_counts" in result.collectors:
-        add_roofline_columns(result.stages, ceilings, str(cfg.roofline.dtype))
+        add_roofline_columns(result.stages, ceilings, roofline_dtype(cfg))
     tables = _count_tables(model, result)
-    files, extra_notes = optional_outputs(cfg, model, inputs, attach, result.stages, ceilings,
-                                          layers=tables.get("layers.csv"))
+    with deployment.running(device, str(cfg.model.name)):
+        files, extra_notes = optional_outputs(cfg, model, inputs, attach, result.stages,
+                                              ceilings, layers=tables.get("layers.csv"))
     notes += extra_notes
     files.update(tables)
     files.update(_render(cfg, model, result, device, notes, ceilings))
@@ -172,7 +181,8 @@ def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
         extra["totals"] = counter.total.as_dict()
         if ceilings is not None:
             extra["roofline"] = {"ceilings": _ceilings_reference(cfg, ceilings),
-                                 "device": ceilings.name, "dtype": str(cfg.roofline.dtype)}
+                                 "device": ceilings.name, "dtype": roofline_dtype(cfg)}
+    extra["deployment"] = Deployment.from_config(cfg.run).metadata(model)
     metadata = run_metadata(OmegaConf.to_container(cfg, resolve=True), str(device),
                             notes=list(notes), forward_ms=result.forward_ms,
                             parameters=sum(p.numel() for p in model.parameters()),

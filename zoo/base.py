@@ -89,6 +89,13 @@ class ZooModel(nn.Module):
             return state_dict
         return {**state_dict, key: sum_input_channels(weight, self.in_channels)}
 
+    def float32_parts(self) -> dict[str, str]:
+        """The stages whose payload keeps float32 tensors when the run is in half precision
+        (``run.dtype=bfloat16|float16``), ``{stage_name: what stays float32 and why}``: parts
+        computed on float32 copies (:mod:`zoo.precision`) because half precision is too coarse
+        there or has no kernel. Every other stage's floating tensors take ``run.dtype``."""
+        return {}
+
     def meta_note(self) -> Optional[str]:
         """What a run on the meta device assumes where the model's control flow depends on the
         data (``None`` when nothing does)."""

@@ -10,6 +10,8 @@ from omegaconf import DictConfig
 
 from profiling.roofline import Ceilings
 
+from .deploy import roofline_dtype
+
 __all__ = ["optional_outputs"]
 
 
@@ -32,9 +34,7 @@ def optional_outputs(cfg: DictConfig, model: torch.nn.Module, inputs: Any,
         except ImportError:
             notes.append("no plots: matplotlib is not installed (pip install stagezoo[plots])")
         else:
-            plots, plot_notes = render_plots(stages, ceilings,
-                                              str(cfg.get("roofline", {}).get("dtype", "float32")),
-                                              layers)
+            plots, plot_notes = render_plots(stages, ceilings, roofline_dtype(cfg), layers)
             files.update(plots)
             notes += plot_notes
     if cfg.get("trace", False):

@@ -232,6 +232,12 @@ SCHEMA: dict[str, Checker] = {
     "run.repeats": Integer(minimum=1),
     "run.seed": Integer(minimum=0, maximum=MAX_SEED),
     "run.overwrite": Boolean(),
+    # the network as deployed (zoo/deploy.py)
+    "run.dtype": Choice(("float32", "float16", "bfloat16")),
+    "run.autocast": Boolean(),
+    "run.channels_last": Boolean(),
+    "run.compile": Boolean(),
+    "run.compile_mode": Choice(("default", "reduce-overhead", "max-autotune")),
     "input.size": Nullable(ListOf(Integer(minimum=1), length=2)),
     "input.batch": Integer(minimum=1),
     "input.pad": Boolean(),
@@ -239,7 +245,7 @@ SCHEMA: dict[str, Checker] = {
     "input.frames": Nullable(Integer(minimum=1)),
     "collectors": Nullable(ListOf(Text())),
     "roofline.ceilings": Nullable(Text()),
-    "roofline.dtype": Text(),
+    "roofline.dtype": Nullable(Text()),  # null: run.dtype
     "summary": Boolean(),
     "plots": Boolean(),
     "trace": Boolean(),

@@ -90,6 +90,20 @@ class StagedFasterRCNN(FasterRCNN, ZooModel):
                               f"{max(height, _MIN_SIDE)}x{max(width, _MIN_SIDE)}")
         return height, width
 
+    def float32_parts(self) -> dict[str, str]:
+        """Box coding, NMS and RoI Align stay float32 in a half-precision run."""
+        return {
+            "rpn_anchor_generator": "anchors, box decoding, objectness and NMS in float32 "
+                                    "(proposals are float32 boxes: a bfloat16 coordinate of "
+                                    "800 px is known to 4 px)",
+            "roi_heads": "float32 proposals in, float32 detections out",
+            "roi_heads_box_roi_pool": "RoI Align on float32 copies of the pooled levels "
+                                      "(torchvision has no half-precision RoI Align on the CPU); "
+                                      "pooled features cast back",
+            "roi_heads_postprocess_detections": "box decoding, class softmax and NMS in "
+                                                "float32; detections are float32",
+        }
+
     def meta_note(self) -> str:
         """What the meta device assumes where the real computation depends on the data."""
         return (f"meta device: Faster R-CNN assumes NMS keeps "

@@ -23,6 +23,8 @@ from torchvision.ops.poolers import _filter_input, _setup_scales
 
 from profiling import probe, stage
 
+from ...precision import as_float32, float32_shaped
+
 #: Per pyramid level: the names of its inner, layer and interpolate stages and of its top-down
 #: and lateral probes, made once rather than in every forward.
 _LEVEL_NAMES = [(f"backbonefpn_fpn_inner_{i}", f"backbonefpn_fpn_layer_{i}",
@@ -92,7 +94,8 @@ class StagedRPNHead(RPNHead):
 
 
 class StagedRPN(RegionProposalNetwork):
-    """The head, then ``rpn_anchor_generator``: anchors, box decoding and proposal filtering."""
+    """The head, then ``rpn_anchor_generator``: anchors, box decoding and proposal filtering,
+    in float32 whatever the features' type (proposals are float32 boxes)."""
 
     def forward(self, images, features, targets=None):
         if self.training:
@@ -100,10 +103,11 @@ class StagedRPN(RegionProposalNetwork):
         features = list(features.values())
         objectness, pred_bbox_deltas = self.head(features)
         with stage("rpn_anchor_generator", images, features) as s:
-            anchors = self.anchor_generator(images, features)
+            anchors = self.anchor_generator(images, float32_shaped(features))
             num_anchors_per_level = [o[0].numel() for o in objectness]
             objectness, pred_bbox_deltas = concat_box_prediction_layers(objectness,
                                                                         pred_bbox_deltas)
+            objectness, pred_bbox_deltas = as_float32(objectness), as_float32(pred_bbox_deltas)
             proposals = self.box_coder.decode(pred_bbox_deltas.detach(), anchors)
             proposals = proposals.view(len(anchors), -1, 4)
             if proposals.is_meta:
@@ -125,7 +129,12 @@ class StagedRPN(RegionProposalNetwork):
 
 class StagedRoIHeads(RoIHeads):
     """``roi_heads`` with ``box_roi_pool``, ``box_head``, ``box_predictor`` and
-    ``postprocess_detections``."""
+    ``postprocess_detections``.
+
+    With half-precision features, RoI Align pools float32 copies of the pooled levels
+    (torchvision has no bfloat16 or float16 RoI Align on the CPU) and casts the pooled features
+    back; box decoding, the class softmax and NMS run in float32, so detections are float32.
+    """
 
     def forward(self, features, proposals, image_shapes, targets=None):
         if self.training or self.has_mask() or self.has_keypoint():
@@ -133,7 +142,10 @@ class StagedRoIHeads(RoIHeads):
         with stage("roi_heads", features, proposals) as s:
             with stage("roi_heads_box_roi_pool", features, proposals) as p:
                 pool = self._assumed_roi_pool if proposals[0].is_meta else self.box_roi_pool
-                box_features = p.output(pool(features, proposals, image_shapes))
+                dtype = next(iter(features.values())).dtype
+                pooled = {name: as_float32(level) if name in self.box_roi_pool.featmap_names
+                          else level for name, level in features.items()}
+                box_features = p.output(pool(pooled, proposals, image_shapes).to(dtype))
             with stage("roi_heads_box_head", box_features) as p:
                 box_features = p.output(self.box_head(box_features))
             with stage("roi_heads_box_predictor", box_features) as p:
@@ -142,7 +154,8 @@ class StagedRoIHeads(RoIHeads):
                 postprocess = (self._assumed_detections if class_logits.is_meta
                                else self.postprocess_detections)
                 boxes, scores, labels = p.output(postprocess(
-                    class_logits, box_regression, proposals, image_shapes))
+                    as_float32(class_logits), as_float32(box_regression), proposals,
+                    image_shapes))
             result = [{"boxes": b, "labels": l, "scores": c}
                       for b, c, l in zip(boxes, scores, labels)]
             return s.output(result), {}

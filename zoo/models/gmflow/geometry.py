@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ...precision import as_float32
+
 __all__ = ["coords_grid", "window_grid", "normalize_coords", "flow_warp"]
 
 
@@ -33,10 +35,15 @@ def normalize_coords(coords: torch.Tensor, height: int, width: int) -> torch.Ten
 
 def flow_warp(feature: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
     """Sample ``feature`` ``[B, C, H, W]`` at each pixel displaced by ``flow`` ``[B, 2, H, W]``
-    (bilinear, zeros outside the map)."""
+    (bilinear, zeros outside the map).
+
+    The grid is built in the flow's type and the sampling runs in float32 when the feature is
+    in half precision (a bfloat16 grid in [-1, 1] places a sample to 1/256 of the map); the
+    warped feature comes back in the feature's type."""
     b, _, h, w = feature.shape
     coords = coords_grid(b, h, w, device=flow.device, dtype=flow.dtype) + flow
     # 2x/(W-1) - 1 rather than normalize_coords: the official warp's rounding
     grid = torch.stack((2 * coords[:, 0] / (w - 1) - 1, 2 * coords[:, 1] / (h - 1) - 1), dim=-1)
-    return F.grid_sample(feature, grid, mode="bilinear", padding_mode="zeros",
-                         align_corners=True)
+    warped = F.grid_sample(as_float32(feature), as_float32(grid), mode="bilinear",
+                           padding_mode="zeros", align_corners=True)
+    return warped.to(feature.dtype)

@@ -11,10 +11,19 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ...precision import as_float32
 from .attention import attend
 from .geometry import coords_grid, normalize_coords, window_grid
 
-__all__ = ["global_correlation_softmax", "local_correlation_softmax"]
+__all__ = ["global_correlation_softmax", "local_correlation_softmax", "FLOAT32_MATCHING"]
+
+#: Why matching runs in float32 in a half-precision run: the values of its attention are pixel
+#: coordinates, and the flow is their softmax-weighted mean minus the pixel's own coordinate.
+#: In bfloat16 (8 significant bits) a coordinate of 100 is known to 0.5 px, which is the size
+#: of the flows being measured; the correlation, its softmax statistics and the coordinate
+#: grids are float32, and so is the flow they give.
+FLOAT32_MATCHING = ("features cast to float32: correlation, softmax statistics, coordinate "
+                    "grid and the flow (a bfloat16 coordinate of 100 px is known to 0.5 px)")
 
 
 def global_correlation_softmax(feature0: torch.Tensor, feature1: torch.Tensor, *,
@@ -25,7 +34,9 @@ def global_correlation_softmax(feature0: torch.Tensor, feature1: torch.Tensor, *
 
     With ``pred_bidir_flow``, the backward flow (``feature1`` matched against ``feature0``,
     the transposed correlation) is concatenated after the forward one: ``[2B, 2, H, W]``.
+    Half-precision features are matched in float32 (:data:`FLOAT32_MATCHING`).
     """
+    feature0, feature1 = as_float32(feature0), as_float32(feature1)
     b, c, h, w = feature0.shape
     tokens0 = feature0.flatten(2).transpose(1, 2)  # [B, H*W, C]
     tokens1 = feature1.flatten(2).transpose(1, 2)
@@ -45,8 +56,10 @@ def local_correlation_softmax(feature0: torch.Tensor, feature1: torch.Tensor, ra
     take no part in the softmax.
 
     One query against a few dozen keys per pixel: plain math, which a fused kernel does not
-    beat (its per-query overhead makes it slower on the CPU).
+    beat (its per-query overhead makes it slower on the CPU). Half-precision features are
+    matched in float32 (:data:`FLOAT32_MATCHING`).
     """
+    feature0, feature1 = as_float32(feature0), as_float32(feature1)
     b, c, h, w = feature0.shape
     init_grid = coords_grid(b, h, w, device=feature0.device, dtype=feature0.dtype)
     positions = init_grid.flatten(2).transpose(1, 2)  # [B, H*W, 2]

@@ -20,7 +20,8 @@ from zoo.errors import ConfigError, check_minimum
 from .attention import ATTENTION_IMPLS
 from .backbone import CNNEncoder
 from .geometry import flow_warp
-from .matching import global_correlation_softmax, local_correlation_softmax
+from .matching import (FLOAT32_MATCHING, global_correlation_softmax,
+                       local_correlation_softmax)
 from .position import add_position
 from .propagation import ConvexUpsampler, FeatureFlowAttention
 from .relative_position import POSITION_ENCODINGS
@@ -211,6 +212,21 @@ class GMFlow(ZooModel):
         n = self.num_scales
         return math.lcm(*(self.upsample_factor * 2 ** (n - 1 - i) * splits
                           for i, splits in enumerate(self.attn_splits_list)))
+
+    def float32_parts(self) -> dict[str, str]:
+        """The flow path stays float32 in a half-precision run: matching (coordinate grids,
+        correlation softmax, expected positions), propagation, convex upsampling and warping."""
+        parts = {
+            "global_correlation_softmax": FLOAT32_MATCHING,
+            "local_correlation_softmax": FLOAT32_MATCHING,
+            "feature_flow_attn": "attention whose values are the float32 flow (query and key "
+                                 "cast to float32); flow out in float32",
+            "flow_warp": "flow upsampling, sampling grid and bilinear warp in float32; the "
+                         "warped feature is cast back",
+            "upsampler": "convex-combination softmax and weighted flow sum in float32; its "
+                         "conv head runs in run.dtype",
+        }
+        return {name: what for name, what in parts.items() if name in self.stages}
 
     def check_input_size(self, size: Sequence[int], *, pad: bool = False) -> tuple[int, int]:
         """``(H, W)`` when both are multiples of :attr:`size_divisor`; the next multiples up

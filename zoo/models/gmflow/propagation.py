@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ...precision import as_float32
 from .attention import attend
 
 __all__ = ["FeatureFlowAttention", "ConvexUpsampler"]
@@ -38,7 +39,8 @@ class FeatureFlowAttention(nn.Module):
         query = self.q_proj(feature0.flatten(2).transpose(1, 2))  # [B, H*W, C]
         key = self.k_proj(query)
         value = flow.flatten(2).transpose(1, 2)  # [B, H*W, 2]
-        out = attend(query, key, value, impl=self.attention_impl)
+        # the values are flows, float32 in a half-precision run: the attention runs in float32
+        out = attend(as_float32(query), as_float32(key), value, impl=self.attention_impl)
         return out.transpose(1, 2).reshape(b, flow.shape[1], h, w)
 
     def _local(self, feature0: torch.Tensor, flow: torch.Tensor, radius: int) -> torch.Tensor:
@@ -54,6 +56,7 @@ class FeatureFlowAttention(nn.Module):
             return windows.permute(0, 3, 2, 1)
 
         # one query per pixel against (2R+1)² keys: plain math (see local_correlation_softmax)
+        query, key_map = as_float32(query), as_float32(key_map)
         out = attend(query, neighbourhoods(key_map), neighbourhoods(flow),
                      impl="math")  # [B, H*W, 1, 2]
         return out.squeeze(2).transpose(1, 2).reshape(b, 2, h, w)
@@ -76,8 +79,10 @@ class ConvexUpsampler(nn.Sequential):
         """``flow`` ``[B, 2, H, W]`` and ``feature`` ``[B, C, H, W]`` -> ``[B, 2, kH, kW]``."""
         b, channels, h, w = flow.shape
         k = self.factor
-        mask = super().forward(torch.cat((flow, feature), dim=1))
-        mask = torch.softmax(mask.view(b, 1, 9, k, k, h, w), dim=2)
+        mask = super().forward(torch.cat((flow.to(feature.dtype), feature), dim=1))
+        # the weights of a float32 flow are computed in float32 (a half-precision run keeps
+        # flows in float32); in a float32 run nothing changes
+        mask = torch.softmax(mask.view(b, 1, 9, k, k, h, w).to(flow.dtype), dim=2)
         neighbours = F.unfold(k * flow, 3, padding=1).view(b, channels, 9, 1, 1, h, w)
         up = torch.sum(mask * neighbours, dim=2)  # [B, 2, K, K, H, W]
         return up.permute(0, 1, 4, 2, 5, 3).reshape(b, channels, k * h, k * w)

@@ -1,0 +1,187 @@
+"""The network as deployed: ``run.dtype``, ``run.autocast``, ``run.channels_last``,
+``run.compile`` and ``run.compile_mode``.
+
+:class:`Deployment` holds these options, checked strictly. :meth:`Deployment.apply` casts the
+model and its inputs (weights and floating inputs to ``run.dtype``; the model and every 4-D
+input to ``torch.channels_last``), so every byte figure of the run (payload, tensor memory,
+``bytes_read``/``bytes_written``, the torchstat table's memory columns) follows the real
+tensors, while MACs and FLOPs, which count operations, stay the same. A model computes the
+parts that must stay float32 on float32 copies and names them in
+:meth:`~zoo.base.ZooModel.float32_parts`. :meth:`Deployment.running` is the context of the
+forwards (``torch.autocast`` with ``run.autocast``), and :meth:`Deployment.timed_model` the
+compiled callable of the warm-up and timed forwards (:mod:`profiling.compiled`).
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager, nullcontext
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterator, Mapping, Optional
+
+import torch
+from torch.utils._pytree import tree_map
+
+from profiling.compiled import compile_model, compile_report, cxx_compiler
+
+from .errors import ConfigError
+from .options import SCHEMA, check_value
+
+__all__ = ["Deployment", "DTYPES", "roofline_dtype"]
+
+#: ``run.dtype`` names and their torch types.
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+_MISSING_KERNEL = re.compile(r'"([\w.:]+)" not implemented for \'(Half|BFloat16)\'')
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """How the profiled network is deployed (the ``run.*`` options of the same names)."""
+
+    dtype: str = "float32"
+    autocast: bool = False
+    channels_last: bool = False
+    compile: bool = False
+    compile_mode: str = "default"
+
+    @classmethod
+    def from_config(cls, run: Mapping[str, Any]) -> "Deployment":
+        """The options of a ``run`` config node (absent keys take their defaults), each
+        checked against the app's schema; a one-line :class:`ConfigError` for a bad value."""
+        values = {key: run.get(key, default) for key, default in asdict(cls()).items()}
+        for key, value in values.items():
+            check_value(f"run.{key}", value, SCHEMA[f"run.{key}"])
+        return cls(**values)
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        """``run.dtype`` as a torch type."""
+        return DTYPES[self.dtype]
+
+    @property
+    def is_default(self) -> bool:
+        """Whether nothing differs from a float32 eager run."""
+        return self == Deployment(compile_mode=self.compile_mode)
+
+    def check(self, device: torch.device, *, timed: bool = True, warmup: int = 1) -> None:
+        """Refuse the combinations that cannot work, with one line naming the reason.
+
+        Args:
+            device: where the run computes.
+            timed: whether the run has timed forwards (compilation serves only those).
+            warmup: the run's warm-up forwards (compilation needs one).
+        """
+        if self.autocast and self.dtype == "float32":
+            raise ConfigError("run.autocast=true needs run.dtype=bfloat16 or float16, the type "
+                              "autocast computes in; run.dtype=float32 leaves nothing to cast")
+        if device.type == "meta" and (self.autocast or self.compile):
+            option = "run.compile" if self.compile else "run.autocast"
+            raise ConfigError(f"{option}=true needs real computation and device=meta has none; "
+                              f"use device=cpu or device=cuda")
+        if not self.compile:
+            return
+        if not timed:
+            raise ConfigError("run.compile=true compiles the timed forwards, and this run has "
+                              "no timer among its collectors (add cpu_time or cuda_time)")
+        if warmup < 1:
+            raise ConfigError("run.compile=true needs run.warmup >= 1: the first forward "
+                              "compiles, and it must not be timed")
+        if device.type == "cpu" and cxx_compiler() is None:
+            raise ConfigError("run.compile=true on the CPU needs a C++ compiler for inductor "
+                              "and none of g++, c++, clang++ is on PATH; install one (e.g. "
+                              "apt-get install g++) or set run.compile=false")
+
+    def apply(self, model: torch.nn.Module, inputs: Any) -> tuple[torch.nn.Module, Any]:
+        """The model and inputs cast for this deployment (the model in place).
+
+        Without autocast, floating weights, buffers and inputs take ``run.dtype``; with it they
+        stay float32 and autocast casts per operator. ``channels_last`` puts the model and
+        every 4-D input in ``torch.channels_last``.
+        """
+        cast = self.dtype != "float32" and not self.autocast
+        if cast:
+            model = model.to(self.torch_dtype)
+        if self.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        if cast or self.channels_last:
+            inputs = tree_map(self._cast_input, inputs)
+        return model, inputs
+
+    def _cast_input(self, value: Any) -> Any:
+        if not isinstance(value, torch.Tensor):
+            return value
+        if value.is_floating_point() and self.dtype != "float32" and not self.autocast:
+            value = value.to(self.torch_dtype)
+        if self.channels_last and value.dim() == 4:
+            value = value.contiguous(memory_format=torch.channels_last)
+        return value
+
+    def timed_model(self, model: torch.nn.Module) -> Optional[Callable]:
+        """The compiled model for the warm-up and timed forwards, or ``None`` (eager)."""
+        return compile_model(model, self.compile_mode) if self.compile else None
+
+    @contextmanager
+    def running(self, device: torch.device, model_name: str) -> Iterator[None]:
+        """The context of every forward: ``torch.autocast`` with ``run.autocast``. A kernel
+        missing for the half type on this device becomes a one-line :class:`ConfigError`."""
+        autocast = (torch.autocast(device.type, dtype=self.torch_dtype) if self.autocast
+                    else nullcontext())
+        try:
+            with autocast:
+                yield
+        except (RuntimeError, NotImplementedError) as error:
+            missing = _MISSING_KERNEL.search(str(error))
+            if missing is None or self.dtype == "float32":
+                raise
+            raise ConfigError(f"{model_name} cannot run in {self.dtype} on {device.type}: "
+                              f"torch has no {missing.group(2)} kernel of {missing.group(1)} "
+                              f"there; use run.dtype=float32 or another device") from None
+
+    def notes(self, model: torch.nn.Module) -> list[str]:
+        """What the run's notes say about the deployment (nothing for a float32 eager run)."""
+        if self.is_default:
+            return []
+        notes = [f"as deployed: {self.describe()}"]
+        parts = model.float32_parts() if hasattr(model, "float32_parts") else {}
+        if self.dtype != "float32" and parts:
+            notes.append("kept in float32: " + "; ".join(f"{stage}: {what}"
+                                                          for stage, what in parts.items()))
+        if self.compile:
+            report = compile_report()
+            notes.append(f"compiled (torch.compile, mode={self.compile_mode}) in the warm-up: "
+                         f"{report.graphs} graphs, {report.graph_breaks} graph breaks "
+                         f"(stage boundaries break graphs)")
+        return notes
+
+    def describe(self) -> str:
+        """One phrase: ``bfloat16 weights and inputs, channels-last, compiled``."""
+        if self.autocast:
+            words = [f"float32 weights under torch.autocast({self.dtype})"]
+        else:
+            words = [f"{self.dtype} weights and inputs"]
+        if self.channels_last:
+            words.append("channels-last")
+        if self.compile:
+            words.append(f"compiled ({self.compile_mode})")
+        return ", ".join(words)
+
+    def metadata(self, model: torch.nn.Module) -> dict[str, Any]:
+        """The ``deployment`` entry of ``meta.json``: the options, the float32 parts (of a
+        half-precision run) and the compiler's graph counts (of a compiled one)."""
+        entry: dict[str, Any] = asdict(self)
+        if self.dtype != "float32" and hasattr(model, "float32_parts"):
+            entry["float32_parts"] = dict(model.float32_parts())
+        if self.compile:
+            entry.update(compile_report().as_dict())
+        return entry
+
+
+def roofline_dtype(cfg: Mapping[str, Any]) -> str:
+    """The data type whose peak the roofline takes: ``roofline.dtype``, or ``run.dtype`` when
+    that is null (the default)."""
+    chosen = (cfg.get("roofline") or {}).get("dtype")
+    if chosen is not None:
+        return str(chosen)
+    return str((cfg.get("run") or {}).get("dtype", "float32"))
+
