@@ -9,11 +9,15 @@ import pandas as pd
 
 from .payload import PayloadNode, format_shape, iter_leaves, payload_bytes
 from .stages import StageCall
+from .statistics import median_interval
 
-__all__ = ["aggregate_stages", "STATISTICS", "shapes_text", "first_column", "time_column"]
+__all__ = ["aggregate_stages", "repeat_table", "STATISTICS", "shapes_text", "first_column",
+           "time_column"]
 
-#: The statistics of each repeated metric, as column suffixes.
-STATISTICS = ("mean", "median", "p10", "p90", "std")
+#: The statistics of each repeated metric, as column suffixes. ``median_ci95_low`` and
+#: ``median_ci95_high`` bound the order-statistics 95% interval of the median
+#: (:func:`profiling.statistics.median_interval`).
+STATISTICS = ("mean", "median", "p10", "p90", "std", "median_ci95_low", "median_ci95_high")
 
 
 def shapes_text(node: Optional[PayloadNode]) -> str:
@@ -33,9 +37,11 @@ def time_column(stages: pd.DataFrame, statistic: str = "median") -> Optional[str
 
 def _statistics(values: Sequence[float]) -> dict[str, float]:
     array = np.asarray(values, dtype=float)
+    low, high = median_interval(array)
     return {"mean": float(array.mean()), "median": float(np.median(array)),
             "p10": float(np.percentile(array, 10)), "p90": float(np.percentile(array, 90)),
-            "std": float(array.std(ddof=1)) if len(array) > 1 else 0.0}
+            "std": float(array.std(ddof=1)) if len(array) > 1 else 0.0,
+            "median_ci95_low": low, "median_ci95_high": high}
 
 
 def aggregate_stages(calls: Sequence[StageCall], timed: Sequence[Sequence[StageCall]]
@@ -43,7 +49,8 @@ def aggregate_stages(calls: Sequence[StageCall], timed: Sequence[Sequence[StageC
     """One row per stage call of ``calls``, with the statistics of the repeated metrics.
 
     Rows are matched across forwards by ``(name, call_index)``. A metric measured in the
-    repeated forwards ``timed`` becomes five columns ``{metric}_{mean,median,p10,p90,std}``;
+    repeated forwards ``timed`` becomes the columns ``{metric}_{statistic}`` of
+    :data:`STATISTICS` (the interval of the median is NaN for one repeat);
     a metric measured once (in the analysis pass) stays one column. Probes are rows too, with
     payload only.
     """
@@ -70,3 +77,16 @@ def aggregate_stages(calls: Sequence[StageCall], timed: Sequence[Sequence[StageC
                 row[f"{metric}_{statistic}"] = value
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def repeat_table(timed: Sequence[Sequence[StageCall]]) -> pd.DataFrame:
+    """Every repeated measurement as it was taken: one row per stage call and timed forward.
+
+    Columns ``stage``, ``call_index``, ``repeat`` (0 for the first timed forward), then one
+    column per repeated metric (``cpu_time_ms``, ``cuda_time_ms``, ...). This is what
+    intervals and comparisons are computed from (``times.csv`` of a run).
+    """
+    rows = [{"stage": call.name, "call_index": call.call_index, "repeat": repeat,
+             **call.metrics} for repeat, forward in enumerate(timed) for call in forward
+            if call.metrics]
+    return pd.DataFrame(rows, columns=None if rows else ["stage", "call_index", "repeat"])

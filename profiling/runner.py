@@ -13,9 +13,11 @@ from .aggregate import aggregate_stages
 from .attach import attach_stages
 from .collectors import Collector, make_collectors
 from .errors import ProfilingError
+from .noise import machine_state, noise_report
 from .payload import device_type_of
 from .session import Session
 from .stages import StageCall
+from .statistics import AutoRepeats, relative_half_width
 
 __all__ = ["ProfileResult", "profile_model", "check_run_options", "call_model", "PASS_ORDER"]
 
@@ -41,6 +43,8 @@ class ProfileResult:
         output: what the model returned in its first timed forward, else in the analysis pass:
             forwards whose operators are not counted, so exactly what the plain model returns.
         collectors: the collector objects used, by name (e.g. the op counter's coverage).
+        noise: how noisy the timed forwards were (:func:`profiling.noise.noise_report`, plus
+            ``auto_repeats`` for ``repeats=AutoRepeats(...)``); ``{}`` without timed forwards.
     """
 
     calls: list[StageCall]
@@ -50,6 +54,7 @@ class ProfileResult:
     stages: pd.DataFrame
     output: Any
     collectors: dict[str, Collector] = field(default_factory=dict)
+    noise: dict[str, Any] = field(default_factory=dict)
 
 
 def _passes(collectors: Sequence[Union[str, Collector]]
@@ -88,9 +93,33 @@ def _merge_metrics(reference: Sequence[StageCall], other: Sequence[StageCall]) -
             target.metrics.update(call.metrics)
 
 
-def check_run_options(warmup: int, repeats: int) -> None:
-    """Raise :class:`ProfilingError` unless ``warmup >= 0`` and ``repeats >= 1``."""
-    if int(repeats) < 1:
+def _more_forwards(done: int, warmup: int, repeats: Union[int, AutoRepeats],
+                   forward_ms: Sequence[float], elapsed_s: float) -> bool:
+    """Whether the timed loop makes another forward after ``done`` (warm-up included)."""
+    if done < warmup:
+        return True
+    if isinstance(repeats, AutoRepeats):
+        return not repeats.stop_reason(forward_ms, elapsed_s)
+    return done < warmup + int(repeats)
+
+
+def _auto_record(repeats: AutoRepeats, forward_ms: Sequence[float], elapsed_s: float
+                 ) -> dict[str, Any]:
+    """What automatic repeats aimed at and reached, for ``meta.json``."""
+    return {"target_ci": repeats.target_ci, "max_time_s": repeats.max_time_s,
+            "min_repeats": repeats.min_repeats, "repeats": len(forward_ms),
+            "reached_ci": relative_half_width(forward_ms), "elapsed_s": round(elapsed_s, 3),
+            "stopped_by": repeats.stop_reason(forward_ms, elapsed_s) or "time"}
+
+
+def check_run_options(warmup: int, repeats: Union[int, AutoRepeats]) -> None:
+    """Raise :class:`ProfilingError` unless ``warmup >= 0`` and ``repeats >= 1`` (or
+    :class:`~profiling.statistics.AutoRepeats` with a positive target, time and minimum)."""
+    if isinstance(repeats, AutoRepeats):
+        if not (repeats.target_ci > 0 and repeats.max_time_s > 0 and repeats.min_repeats >= 1):
+            raise ProfilingError(f"automatic repeats need target_ci > 0, max_time_s > 0 and "
+                                 f"min_repeats >= 1, got {repeats}")
+    elif int(repeats) < 1:
         raise ProfilingError(f"run.repeats must be at least 1, got {repeats}")
     if int(warmup) < 0:
         raise ProfilingError(f"run.warmup must be 0 or more, got {warmup}")
@@ -98,10 +127,11 @@ def check_run_options(warmup: int, repeats: int) -> None:
 
 def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[str, Any]], *,
                   collectors: Sequence[Union[str, Collector]] = ("payload", "cpu_time"),
-                  warmup: int = 1, repeats: int = 5,
+                  warmup: int = 1, repeats: Union[int, AutoRepeats] = 5,
                   attach: Optional[Mapping[str, str]] = None,
                   progress: Optional[Callable[[str, int, int], None]] = None,
-                  timed_model: Optional[Callable] = None) -> ProfileResult:
+                  timed_model: Optional[Callable] = None,
+                  clock: Callable[[], int] = perf_counter_ns) -> ProfileResult:
     """Profile ``model(*inputs)`` stage by stage.
 
     Each collector runs in the pass its ``pass_name`` names: one untimed forward for the
@@ -119,12 +149,14 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
         collectors: names from :data:`profiling.collectors.COLLECTORS` and ``"payload"``, or
             collector objects.
         warmup: untimed forwards before the timed ones (>= 0).
-        repeats: timed forwards (>= 1).
+        repeats: timed forwards (>= 1), or :class:`~profiling.statistics.AutoRepeats` to
+            repeat until the forward median's 95% interval is narrow enough or time is up.
         attach: extra stages attached to submodules by path.
         progress: called as ``progress(phase, done, total)`` after each forward.
         timed_model: what the warm-up and the timed forwards call instead of ``model``, such as
             ``torch.compile(model)`` (compiled in the warm-up, never timed); the untimed passes
             always run ``model`` eagerly, as their dispatch modes need.
+        clock: the timer of the timed forwards, in integer nanoseconds (tests pass a fake).
     """
     check_run_options(warmup, repeats)
     record_payload = "payload" in collectors
@@ -137,6 +169,7 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
     events: list[tuple[str, StageCall]] = []
     outputs: dict[str, Any] = {}
     forward_ms: list[float] = []
+    noise: dict[str, Any] = {}
     timed_forwards: list[list[StageCall]] = []
     with torch.inference_mode(), attach_stages(model, attach or {}):
         for index, (name, group) in enumerate(untimed):
@@ -150,20 +183,30 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
             if progress:
                 progress(name, index + 1, len(untimed))
         if timing or calls is None:
-            total = int(warmup) + int(repeats)
             forward = model if timed_model is None else timed_model
+            before, i, started = machine_state(), 0, clock()
             with Session(timing) as timed:
-                for i in range(total):
+                while _more_forwards(i, warmup, repeats, forward_ms, (clock() - started) / 1e9):
                     _synchronize(device_type)
-                    start = perf_counter_ns()
+                    start = clock()
                     with timed.forward():
                         result = call_model(forward, inputs)
                     _synchronize(device_type)
                     if i >= warmup:
-                        forward_ms.append((perf_counter_ns() - start) / 1e6)
+                        forward_ms.append((clock() - start) / 1e6)
+                    else:
+                        started = clock()  # the time limit counts the timed forwards only
                     outputs.setdefault("timed", result)
+                    i += 1
                     if progress:
-                        progress("warmup" if i < warmup else "repeats", i + 1, total)
+                        planned = int(warmup) + (repeats.min_repeats if isinstance(
+                            repeats, AutoRepeats) else int(repeats))
+                        progress("warmup" if i <= warmup else "repeats", i, max(i, planned))
+            if forward_ms:
+                noise = noise_report(before, machine_state(), forward_ms)
+                if isinstance(repeats, AutoRepeats):
+                    noise["auto_repeats"] = _auto_record(repeats, forward_ms,
+                                                         (clock() - started) / 1e9)
             timed_forwards = timed.forwards[int(warmup):]
             if calls is None:
                 calls, events = timed_forwards[0], timed.events
@@ -172,4 +215,4 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
     return ProfileResult(
         calls=calls, events=events, timed=timed_forwards, forward_ms=forward_ms,
         stages=aggregate_stages(calls, timed_forwards), output=output,
-        collectors={c.name: c for c in used})
+        collectors={c.name: c for c in used}, noise=noise)
