@@ -17,6 +17,29 @@ their data sheets:
 - RTX 4090: NVIDIA Ada Lovelace GPU architecture whitepaper v2.1, appendix table (FP16/BF16
   tensor figures with FP32 accumulation, which is what PyTorch uses).
 
+Edge devices (dense figures; the vendors quote INT8 "sparse" TOPS at twice the dense rate):
+
+- ``jetson_orin_nano``: NVIDIA Jetson Orin Nano Series data sheet (DS-11105-001), Orin Nano
+  8GB: 1024 CUDA cores and 32 tensor cores at 625 MHz, "up to 40 (sparse) INT8 TOPs and 20
+  (dense)", 8 GB 128-bit LPDDR5 at 68 GB/s. FP32 = 1024 cores x 2 FLOPs x 625 MHz = 1.28
+  TFLOP/s; FP16/BF16 tensor = half the dense INT8 rate (Ampere tensor cores) = 10 TFLOP/s.
+- ``jetson_orin_nano_super``: NVIDIA Jetson Orin Nano Super Developer Kit data sheet (Dec
+  2024): the same module at 1020 MHz, 67 sparse INT8 TOPS (33.5 dense), 102 GB/s; FP32 2.09
+  TFLOP/s, FP16 16.7 TFLOP/s by the same rules.
+- ``jetson_orin_nx``: NVIDIA Jetson Orin NX Series data sheet (DS-10712-001 v1.1), Orin NX
+  16GB: 1024 CUDA cores and 32 tensor cores at 918 MHz, 16 GB 128-bit LPDDR5 at 102.4 GB/s.
+  FP32 = 1024 x 2 x 918 MHz = 1.88 TFLOP/s; the tensor rates scale the Orin Nano's (same GPU
+  configuration) by the clock: 30.1 dense INT8 TOPS, 15 FP16 TFLOP/s.
+- ``jetson_agx_orin``: NVIDIA Jetson AGX Orin Series technical brief (v1.2) and data sheet
+  (DS-10662-001), AGX Orin 64GB: 2048 CUDA cores and 64 tensor cores at 1.3 GHz, "5.3 FP32
+  TFLOPs", 170 sparse INT8 TOPS on the GPU (85 dense), 64 GB 256-bit LPDDR5 at 204.8 GB/s;
+  FP16 = 42.5 TFLOP/s.
+- ``raspberry_pi5``: the CPU of the Raspberry Pi 5 (Raspberry Pi 5 product brief: Broadcom
+  BCM2712, four Arm Cortex-A76 cores at 2.4 GHz, LPDDR4X-4267 SDRAM on a 32-bit bus, so 4267
+  MT/s x 4 B = 17.1 GB/s). Arm Cortex-A76 Software Optimization Guide: two 128-bit ASIMD
+  pipes that each issue one fused multiply-add per cycle, so 2 x 4 lanes x 2 FLOPs = 16 FP32
+  FLOPs per cycle and core: 4 x 2.4 GHz x 16 = 153.6 GFLOP/s; FP16 (8 lanes) 307.2 GFLOP/s.
+
 Data types: ``float64`` is the FP64 tensor-core rate where the board has one (the CUDA-core
 rate on V100), ``float32`` the CUDA-core rate (PyTorch's default for matmuls), ``tf32``,
 ``float16``, ``bfloat16``, ``float8`` and ``int8`` (operations per second) the tensor cores'.
@@ -38,7 +61,7 @@ from .aggregate import time_column as default_time_column
 from .errors import ProfilingError
 
 __all__ = ["Ceilings", "PRESETS", "attainable_flops", "bound", "ceilings", "ceilings_for_device",
-           "load_ceilings",
+           "load_ceilings", "roofline_seconds",
            "save_ceilings", "add_roofline_columns"]
 
 TERA = 1e12
@@ -99,6 +122,22 @@ PRESETS: dict[str, Ceilings] = {c.name: c for c in [
     Ceilings("rtx4090", _tflops(float32=82.6, tf32=82.6, float16=165.2, bfloat16=165.2,
                                 float8=330.3, int8=660.6),
              1.008e12, "NVIDIA Ada whitepaper v2.1, FP32 accumulation, dense", ("rtx_4090",)),
+    Ceilings("jetson_orin_nano", _tflops(float32=1.28, float16=10.0, bfloat16=10.0, int8=20.0),
+             68e9, "NVIDIA Jetson Orin Nano data sheet DS-11105-001, 8GB module, dense",
+             ("orin_nano",)),
+    Ceilings("jetson_orin_nano_super", _tflops(float32=2.09, float16=16.7, bfloat16=16.7,
+                                               int8=33.5),
+             102e9, "NVIDIA Jetson Orin Nano Super Developer Kit data sheet, dense",
+             ("orin_nano_super",)),
+    Ceilings("jetson_orin_nx", _tflops(float32=1.88, float16=15.0, bfloat16=15.0, int8=30.1),
+             102.4e9, "NVIDIA Jetson Orin NX data sheet DS-10712-001, 16GB module, dense",
+             ("orin_nx",)),
+    Ceilings("jetson_agx_orin", _tflops(float32=5.3, float16=42.5, bfloat16=42.5, int8=85.0),
+             204.8e9, "NVIDIA Jetson AGX Orin technical brief v1.2, 64GB module, dense",
+             ("agx_orin",)),
+    Ceilings("raspberry_pi5", {"float32": 153.6e9, "float16": 307.2e9},
+             17.1e9, "Raspberry Pi 5 product brief; Arm Cortex-A76 optimization guide",
+             ("rpi5", "raspberry_pi_5")),
 ]}
 
 
@@ -166,6 +205,16 @@ def attainable_flops(intensity, device: Ceilings, dtype: str = "float32"):
     result = np.minimum(device.peak(dtype), np.asarray(intensity, dtype=float)
                         * device.memory_bandwidth_bytes_per_s)
     return float(result) if np.ndim(result) == 0 else result
+
+
+def roofline_seconds(flops, traffic_bytes, device: Ceilings, dtype: str = "float32"):
+    """The roofline's lower bound on the time of some work: ``max(flops / peak, bytes /
+    bandwidth)`` seconds (scalars or arrays, element by element). A bound, not a prediction:
+    real kernels reach a fraction of either ceiling."""
+    seconds = np.maximum(np.asarray(flops, dtype=float) / device.peak(dtype),
+                         np.asarray(traffic_bytes, dtype=float)
+                         / device.memory_bandwidth_bytes_per_s)
+    return float(seconds) if np.ndim(seconds) == 0 else seconds
 
 
 def bound(intensity: float, device: Ceilings, dtype: str = "float32") -> str:

@@ -1,140 +1,221 @@
 """Split-point analysis: where to cut a forward between an edge device and a server.
 
-For every cut (before the forward, after each top-level stage call, after the forward) the
-bytes alive across it come from :class:`~profiling.collectors.liveness.Liveness`; the time on
-each side comes from the stage tables (``stages.csv``) of two runs, one on the edge device and
-one on the server. The latency model of one inference cut at ``c``, for a link of bandwidth
-``B`` (Mbit/s, 1e6 bits per second) and round-trip time ``RTT`` (ms)::
+:func:`analyse_cuts` runs one forward under :class:`~profiling.collectors.liveness.Liveness`
+and takes as candidate cuts the input, the end of every top-level stage call, the output, and
+as asked the end of every module call down to a depth of the module tree (``depth``: the
+point where a block's output is complete, whatever stages the model declares) or every
+operator boundary (``every_op``). For each candidate the liveness gives the tensors alive
+across it, so skips, FPNs and two-image matching are handled exactly, with no assumption of a
+sequential model. :func:`cut_table` lists every candidate with its bytes under each encoding
+(:mod:`profiling.encodings`), the FLOPs and bytes done on the device before it, and marks the
+minimum-bytes cut and the Pareto front. The latency model of one inference cut at ``c``, for
+a link of bandwidth ``B`` (Mbit/s, 1e6 bits per second) and round-trip time ``RTT`` (ms)::
 
     latency(c) = device_ms(c) + RTT + bytes(c) * 8 / (B * 1e6) * 1e3 + server_ms(c)
 
-``device_ms(c)`` sums the top-level stages up to the cut on the device run, ``server_ms(c)``
-those after it on the server run (time between top-level stages is not attributed to either
-side). The device sends what is alive across the cut once, and the answer's transfer is
-neglected (one RTT). The last cut sends the forward's outputs, so it is the device-only case
-with its results delivered to the server; the first sends the inputs (server only).
+lives in :mod:`profiling.split_latency`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence, Union
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
+import numpy as np
 import pandas as pd
 import torch
 
-from .aggregate import time_column
 from .attach import attach_stages
-from .collectors.liveness import Cut, Liveness
+from .collectors.liveness import Liveness
+from .cuts import Cut
+from .encodings import SIZE_ENCODINGS
 from .errors import ProfilingError
+from .roofline import Ceilings, roofline_seconds
 from .runner import call_model
 from .session import Session
+from .split_latency import best_cuts, split_latency, top_level_times
 
-__all__ = ["analyse_cuts", "cut_table", "top_level_times", "split_latency", "best_cuts",
-           "ENCODINGS"]
+__all__ = ["SplitAnalysis", "analyse_cuts", "cut_table", "module_marks", "pareto_front",
+           "split_latency", "best_cuts", "top_level_times", "DEFAULT_CODECS"]
 
-#: The encodings of a cut's bytes, as columns of :func:`cut_table`.
-ENCODINGS = ("raw", "fp16", "int8", "compressed")
+#: The codecs measured unless others are asked for.
+DEFAULT_CODECS = ("zlib", "int8+zlib")
+
+
+@dataclass
+class SplitAnalysis:
+    """What :func:`analyse_cuts` found: the candidate cuts and the forward's timeline.
+
+    Attributes:
+        cuts: every candidate cut, in forward order.
+        timeline: raw bytes alive after each operator (index 0: before the first).
+        op_names, op_flops, op_bytes: each operator's name, FLOPs and bytes read and written
+            (index ``k`` for operator ``k``; index 0 is empty).
+        stage_spans: ``(stage, call_index, first, last)`` of each top-level stage call: it
+            runs the operators after ``first`` up to ``last``.
+        codecs: the codecs measured (none on the meta device).
+    """
+
+    cuts: list[Cut]
+    timeline: np.ndarray
+    op_names: list[str]
+    op_flops: np.ndarray
+    op_bytes: np.ndarray
+    stage_spans: list[tuple[str, int, int, int]]
+    codecs: tuple[str, ...]
+
+    def __iter__(self) -> Iterator[Cut]:
+        return iter(self.cuts)
+
+    def __len__(self) -> int:
+        return len(self.cuts)
+
+
+@contextmanager
+def module_marks(model: torch.nn.Module, depth: int, liveness: Liveness) -> Iterator[None]:
+    """Mark a candidate cut when each submodule down to ``depth`` (``layer1`` is 1,
+    ``layer1.0`` is 2) returns, for as long as the block runs; the hooks are removed on the way
+    out, also after an exception. A module called again gets ``path[i]`` for its call ``i``."""
+    handles = []
+    try:
+        for path, module in model.named_modules():
+            if path and path.count(".") < depth:
+                handles.append(module.register_forward_hook(_mark_hook(path, liveness)))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _mark_hook(path: str, liveness: Liveness):
+    calls = [0]
+
+    def hook(module, args, output):
+        liveness.mark(path + (f"[{calls[0]}]" if calls[0] else ""), "module")
+        calls[0] += 1
+    return hook
 
 
 def analyse_cuts(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[str, Any]], *,
-                 attach: Optional[Mapping[str, str]] = None, codec: Optional[str] = "zlib"
-                 ) -> list[Cut]:
-    """Run one forward under the liveness collector and return its cuts, in forward order.
+                 attach: Optional[Mapping[str, str]] = None,
+                 codecs: Sequence[str] = DEFAULT_CODECS, depth: int = 0,
+                 every_op: bool = False, codec: Optional[str] = None) -> SplitAnalysis:
+    """Run one forward under the liveness collector and return its candidate cuts.
 
     Args:
-        model: a staged model (markers in its code or ``attach``).
+        model: the model (stages in its code or ``attach`` make the top-level cuts).
         inputs: positional (a sequence) or keyword (a mapping) arguments of the forward.
         attach: extra stages attached to submodules, ``{stage: module_path}``.
-        codec: compression codec of :data:`~profiling.collectors.liveness.CODECS`, or ``None``.
+        codecs: codecs of :data:`~profiling.encodings.CODECS` to measure (ignored on meta).
+        depth: also cut after every module call down to this depth of the module tree.
+        every_op: also cut after every operator.
+        codec: a single codec instead of ``codecs`` (``None`` with ``codecs=()``: none).
     """
-    liveness = Liveness(inputs=inputs, codec=codec)
-    with torch.inference_mode(), attach_stages(model, attach or {}), Session([liveness]) as session:
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+        raise ProfilingError(f"depth must be an integer >= 0, got {depth!r}")
+    if codec is not None:
+        codecs = (codec,)
+    liveness = Liveness(inputs=inputs, codecs=codecs, every_op=every_op)
+    with torch.inference_mode(), attach_stages(model, attach or {}), \
+            module_marks(model, depth, liveness), Session([liveness]) as session:
         with session.forward():
             output = call_model(model, inputs)
             liveness.set_outputs(output)  # kept alive until the cut after the forward is taken
     del output
-    return liveness.cuts
+    return SplitAnalysis(liveness.cuts, liveness.timeline, liveness.op_names,
+                         liveness.op_flops, liveness.op_bytes,
+                         [(call.name, call.call_index, first, last)
+                          for call, first, last in liveness.stage_spans],
+                         liveness.codecs if liveness.keep_content else ())
 
 
-def cut_table(cuts: Sequence[Cut], codec: Optional[str] = None) -> pd.DataFrame:
-    """One row per cut: ``cut``, ``stage``, ``call_index``, ``position``, ``tensors`` and the
-    bytes ``raw_bytes``, ``fp16_bytes``, ``int8_bytes``, ``compressed_bytes`` (empty when not
-    measured), plus ``codec``."""
-    return pd.DataFrame([{
-        "cut": cut.name, "stage": cut.stage, "call_index": cut.call_index,
-        "position": cut.position, "tensors": len(cut.tensors), "raw_bytes": cut.raw_bytes,
-        "fp16_bytes": cut.fp16_bytes, "int8_bytes": cut.int8_bytes,
-        "compressed_bytes": cut.compressed_bytes, "codec": codec} for cut in cuts])
+def pareto_front(costs: Sequence[float], sizes: Sequence[float]) -> np.ndarray:
+    """Whether each point is on the Pareto front of (cost, size), both to be minimised: no
+    other point is as good in both and better in one. Equal points are all on it."""
+    costs, sizes = np.asarray(costs, float), np.asarray(sizes, float)
+    order = np.lexsort((sizes, costs))
+    front = np.zeros(len(costs), bool)
+    best = np.inf  # smallest size among points of lower cost
+    start = 0
+    while start < len(order):
+        end = start
+        while end < len(order) and costs[order[end]] == costs[order[start]]:
+            end += 1
+        group = order[start:end]
+        smallest = sizes[group].min()
+        if smallest < best:
+            front[group[sizes[group] == smallest]] = True
+            best = smallest
+        start = end
+    return front
 
 
-def top_level_times(stages: pd.DataFrame, statistic: str = "median") -> pd.Series:
-    """Time (ms) of each top-level stage call, indexed by ``(stage, call_index)``.
+def _stage_positions(analysis: SplitAnalysis, position: int) -> tuple[int, float]:
+    """The top-level stage call a cut at ``position`` is in or last finished (its index in
+    forward order, -1 before any), and the fraction of its FLOPs done before the cut (by
+    operator count when it has none)."""
+    index, fraction = -1, 0.0
+    for i, (_, _, first, last) in enumerate(analysis.stage_spans):
+        if first >= position and not (first == last == position):
+            break
+        index = i
+        if position >= last:
+            fraction = 1.0
+        else:
+            flops = analysis.op_flops[first + 1:last + 1]
+            done = flops[:position - first]
+            fraction = (float(done.sum()) / float(flops.sum()) if flops.sum() > 0
+                        else (position - first) / (last - first))
+    return index, fraction
 
-    CUDA time where the run measured it, else CPU time.
+
+def cut_table(analysis: Union[SplitAnalysis, Sequence[Cut]],
+              ceilings: Optional[Ceilings] = None, dtype: str = "float32") -> pd.DataFrame:
+    """One row per candidate cut, in forward order.
+
+    Columns: ``cut``, ``kind`` (input, stage, module, op, output), ``stage`` and
+    ``call_index`` (of a stage cut), ``position`` (operators before it), ``tensors``, the bytes
+    ``raw_bytes``, ``fp16_bytes``, ``int8_bytes`` and ``<codec>_bytes`` per codec measured,
+    ``device_flops`` and ``device_bytes`` (FLOPs and bytes read and written by the operators
+    before the cut), ``top_index`` and ``top_fraction`` (the top-level stage call the cut is
+    in or follows, and the share of its FLOPs done before the cut; used to apportion stage
+    times), ``min_cut`` (the fewest raw bytes of the cuts strictly inside the forward, the
+    first if several) and ``pareto`` (on the front of raw bytes against device FLOPs). With
+    ``ceilings``, also ``device_estimate_ms``: the roofline bound of the device side, summed
+    over the operators before the cut (see :func:`~profiling.roofline.roofline_seconds`).
     """
-    column = time_column(stages, statistic)
-    if column is None:
-        raise ProfilingError("the run has no stage times (cpu_time or cuda_time); profile it "
-                             "on a real device, not on meta")
-    rows = stages[(stages["depth"] == 0) & (stages["kind"] == "stage")]
-    return rows.set_index(["stage", "call_index"])[column].astype(float)
-
-
-def _side_times(cuts: pd.DataFrame, times: pd.Series, side: str) -> list[float]:
-    """Cumulated time of the top-level stages up to each cut."""
-    total, cumulated = 0.0, []
-    for _, row in cuts.iterrows():
-        if pd.notna(row["stage"]):
-            key = (row["stage"], int(row["call_index"]))
-            if key not in times.index:
-                raise ProfilingError(f"stage {row['cut']} of the analysis is not in the {side} "
-                                     f"run; the runs and the analysis must use the same model "
-                                     f"and input")
-            total += float(times[key])
-        cumulated.append(total)
-    return cumulated
-
-
-def split_latency(cuts: pd.DataFrame, device_stages: pd.DataFrame,
-                  server_stages: pd.DataFrame, bandwidths_mbit: Sequence[float],
-                  rtt_ms: float, statistic: str = "median") -> pd.DataFrame:
-    """End-to-end latency of every cut, encoding and bandwidth (the model of this module).
-
-    Args:
-        cuts: a :func:`cut_table`.
-        device_stages, server_stages: the ``stages.csv`` tables of the two runs.
-        bandwidths_mbit: link bandwidths in Mbit/s.
-        rtt_ms: the round-trip time in ms.
-        statistic: which time statistic of the runs to use (``median``, ``mean``, ...).
-
-    Returns:
-        One row per cut, encoding (of :data:`ENCODINGS` with measured bytes) and bandwidth:
-        ``cut``, ``encoding``, ``bandwidth_mbit``, ``bytes``, ``device_ms``, ``transfer_ms``,
-        ``rtt_ms``, ``server_ms``, ``latency_ms``.
-    """
-    if any(float(b) <= 0 for b in bandwidths_mbit):
-        raise ProfilingError(f"bandwidths must be positive Mbit/s, got {list(bandwidths_mbit)}")
-    device = _side_times(cuts, top_level_times(device_stages, statistic), "device")
-    server = _side_times(cuts, top_level_times(server_stages, statistic), "server")
+    if not isinstance(analysis, SplitAnalysis):
+        cuts = list(analysis)
+        codecs = tuple(k for k in (cuts[0].sizes if cuts else {}) if k not in SIZE_ENCODINGS)
+        analysis = SplitAnalysis(cuts, np.zeros(0), [], np.zeros(1, np.int64),
+                                 np.zeros(1, np.int64), [], codecs)
+    flops = np.cumsum(analysis.op_flops)
+    traffic = np.cumsum(analysis.op_bytes)
+    estimate = None
+    if ceilings is not None:
+        estimate = np.cumsum(roofline_seconds(analysis.op_flops, analysis.op_bytes, ceilings,
+                                              dtype)) * 1e3
     rows = []
-    for i, (_, cut) in enumerate(cuts.iterrows()):
-        for encoding in ENCODINGS:
-            size = cut[f"{encoding}_bytes"]
-            if size is None or pd.isna(size):
-                continue
-            for bandwidth in bandwidths_mbit:
-                transfer = float(size) * 8 / (float(bandwidth) * 1e6) * 1e3
-                server_ms = server[-1] - server[i]
-                rows.append({"cut": cut["cut"], "encoding": encoding,
-                             "bandwidth_mbit": float(bandwidth), "bytes": int(size),
-                             "device_ms": device[i], "transfer_ms": transfer,
-                             "rtt_ms": float(rtt_ms), "server_ms": server_ms,
-                             "latency_ms": device[i] + float(rtt_ms) + transfer + server_ms})
-    return pd.DataFrame(rows)
-
-
-def best_cuts(latency: pd.DataFrame) -> pd.DataFrame:
-    """The lowest-latency cut per encoding and bandwidth (the first cut on a tie)."""
-    best = latency.loc[latency.groupby(["encoding", "bandwidth_mbit"], sort=False)
-                       ["latency_ms"].idxmin()]
-    return best.reset_index(drop=True)
+    for cut in analysis.cuts:
+        position = min(cut.position, len(flops) - 1)
+        index, fraction = _stage_positions(analysis, cut.position)
+        row = {"cut": cut.name, "kind": cut.kind, "stage": cut.stage,
+               "call_index": cut.call_index, "position": cut.position,
+               "tensors": len(cut.tensors)}
+        row.update({f"{name}_bytes": cut.sizes.get(name) for name in
+                    SIZE_ENCODINGS + tuple(analysis.codecs)})
+        row.update({"device_flops": int(flops[position]), "device_bytes": int(traffic[position]),
+                    "top_index": index, "top_fraction": fraction})
+        if estimate is not None:
+            row["device_estimate_ms"] = float(estimate[position])
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    inside = table["kind"].isin(["input", "output"]) == False  # noqa: E712
+    table["min_cut"] = False
+    if inside.any():
+        table.loc[table.loc[inside, "raw_bytes"].idxmin(), "min_cut"] = True
+    table["pareto"] = pareto_front(table["device_flops"], table["raw_bytes"])
+    return table

@@ -1,153 +1,88 @@
-"""Tensor liveness across the top-level stage boundaries: what a split there would transmit.
+"""Tensor liveness across cut points of a forward: what a split there would transmit.
 
-A cut of the forward after a top-level stage must transmit every tensor that was produced
-before it and is used after it, not only that stage's output: a skip connection, the input
-image kept for post-processing, anchors computed early. This collector sees every operator at
-the dispatcher and keeps, per tensor storage, the operator that produced it and the last
-operator that read or wrote it. After the forward, the storages alive across each boundary are
-known: produced at or before it, used after it. The model's inputs (when given) count as
-produced before the first operator; the storages still alive when the forward has returned
-(its outputs) count as used after the last one.
+A cut of the forward must transmit every tensor that was produced before it and is read after
+it, not only the last stage's output: a skip connection, the input image kept for
+post-processing, anchors computed early. This collector sees every operator at the dispatcher
+and keeps, per tensor storage, the operator that made it and every later read, with the exact
+byte ranges of the views read (:mod:`profiling.byte_ranges`), and every in-place write. After
+the forward, :mod:`profiling.cuts` gives the storages alive across each candidate cut and the
+bytes of them read after it. The model's inputs (when given) count as produced before the
+first operator; the forward's outputs count as read after the last one.
+
+Candidate cuts: before the first operator (``input``), after each top-level stage call,
+after the forward (``output``), plus whatever :meth:`Liveness.mark` is called for (module
+boundaries, see :func:`profiling.split.analyse_cuts`) and, with ``every_op``, after every
+operator. Each operator is also priced with the counting formulas
+(:mod:`profiling.counting`), so the FLOPs and bytes done before each cut are known.
 """
 
 from __future__ import annotations
 
 import gc
-import lzma
 import weakref
-import zlib
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Optional, Sequence
 
+import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from ..errors import ProfilingError
+from ..byte_ranges import EMPTY, ByteRanges, merge_ranges, view_ranges
+from ..counting import OpCounting
+from ..counting.registry import formula_for
+from ..cuts import Cut, CutTensor, Mark, alive_bytes, build_cuts
+from ..encodings import check_codecs, encoded_bytes
 from ..payload import iter_tensors
 from ..stages import StageCall
 from .base import Collector
+from .registry import register_collector
 
-__all__ = ["Liveness", "Cut", "CutTensor", "CODECS", "encoded_bytes"]
+__all__ = ["Liveness", "Cut", "CutTensor", "encoded_bytes"]
 
-#: Standard codecs for the compressed size of a cut: name -> compress(bytes-like) -> bytes.
-CODECS: dict[str, Callable[[Any], bytes]] = {
-    "zlib": lambda data: zlib.compress(data, 6),
-    "lzma": lambda data: lzma.compress(data, preset=1),
-}
-
-
-@dataclass
-class CutTensor:
-    """One storage alive across a cut (a tensor and all its views).
-
-    Attributes:
-        shape, dtype: of the tensor that created the storage.
-        nbytes: the bytes of the storage read after the cut: all of it, unless only views of
-            a part of it are read (one image of a batched tensor).
-        producer: the top-level stage during which it was made (``"input"`` for the inputs,
-            ``""`` between stages).
-        compressed: its bytes after the codec at the time of the cut (the whole storage's,
-            scaled by the part read), or ``None``.
-    """
-
-    shape: tuple[int, ...]
-    dtype: torch.dtype
-    nbytes: int
-    producer: str
-    compressed: Optional[int] = None
-
-
-@dataclass
-class Cut:
-    """A point where the forward can be split, and the storages alive across it.
-
-    Attributes:
-        name: ``"input"`` (before everything), the top-level stage it follows (``name[i]``
-            for a stage's call ``i > 0``), or ``"output"`` (after the forward).
-        stage, call_index: the top-level stage call it follows (``None`` for input/output).
-        position: operators run before the cut.
-        tensors: the storages alive across it.
-    """
-
-    name: str
-    stage: Optional[str]
-    call_index: Optional[int]
-    position: int
-    tensors: list[CutTensor] = field(default_factory=list)
-
-    @property
-    def raw_bytes(self) -> int:
-        """Bytes as they are in memory."""
-        return sum(t.nbytes for t in self.tensors)
-
-    @property
-    def fp16_bytes(self) -> int:
-        """Bytes with every floating tensor of more than 16 bits cast to 16 bits."""
-        return sum(encoded_bytes(t.nbytes, t.dtype, 2) for t in self.tensors)
-
-    @property
-    def int8_bytes(self) -> int:
-        """Bytes with every floating tensor quantised to 8 bits (scale and zero point aside)."""
-        return sum(encoded_bytes(t.nbytes, t.dtype, 1) for t in self.tensors)
-
-    @property
-    def compressed_bytes(self) -> Optional[int]:
-        """Bytes with each storage compressed on its own, or ``None`` when not computed."""
-        sizes = [t.compressed for t in self.tensors]
-        return None if any(s is None for s in sizes) else sum(sizes)
-
-
-def encoded_bytes(nbytes: int, dtype: torch.dtype, itemsize: int) -> int:
-    """The bytes of a storage once its floating elements take ``itemsize`` bytes each.
-
-    Integer and boolean tensors (indices, masks) are sent as they are, and floating tensors
-    already as small are not widened.
-    """
-    if not dtype.is_floating_point or dtype.itemsize <= itemsize:
-        return nbytes
-    return nbytes // dtype.itemsize * itemsize
-
-
-def _byte_span(tensor: torch.Tensor) -> tuple[int, int]:
-    """The bytes of its storage a tensor (a view) can reach: ``(first, end)``."""
-    if tensor.numel() == 0:
-        return 0, 0
-    itemsize = tensor.element_size()
-    first = tensor.storage_offset() * itemsize
-    reach = sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
-    return first, first + (reach + 1) * itemsize
-
-
-def _union(spans: list[tuple[int, int]]) -> int:
-    """Bytes covered by ``[first, end)`` spans."""
-    total, reached = 0, 0
-    for first, end in sorted(spans):
-        first = max(first, reached)
-        if end > first:
-            total += end - first
-            reached = end
-    return total
+#: Operators that overwrite their first argument without reading it.
+_OVERWRITING = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "random_",
+                          "bernoulli_", "exponential_"})
 
 
 class _Storage:
     """What the collector knows of one storage."""
 
-    __slots__ = ("shape", "dtype", "nbytes", "produced", "last_use", "version", "producer",
-                 "ref", "alive", "uses", "__weakref__")
+    __slots__ = ("shape", "dtype", "nbytes", "produced", "uses", "writes", "version_start",
+                 "pins", "producer", "ref", "alive", "__weakref__")
 
     def __init__(self, tensor: torch.Tensor, produced: int, producer: str) -> None:
         self.shape, self.dtype = tuple(tensor.shape), tensor.dtype
         self.nbytes = tensor.untyped_storage().nbytes()
-        self.produced, self.last_use, self.version = produced, produced, 0
-        self.uses: list[tuple[int, int, int]] = []  # (operator, first byte, end byte) read
+        self.produced = self.version_start = produced
+        self.uses: list[tuple[int, ByteRanges, bool]] = []  # (operator, ranges, overwrites)
+        self.writes: list[int] = []  # operators that changed it in place
+        self.pins: dict[int, torch.Tensor] = {}  # content (flat uint8) per version
         self.producer = producer
         self.ref: Optional[weakref.ref] = None
         self.alive = True
 
+    @property
+    def version(self) -> int:
+        """In-place writes so far."""
+        return len(self.writes)
+
+    def storage_bytes(self) -> Optional[torch.Tensor]:
+        """The storage, while it lives, as a flat ``uint8`` tensor (no copy)."""
+        storage = self.ref() if self.ref is not None else None
+        if storage is None:
+            return None
+        return torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
+
+    def content(self, version: int) -> Optional[torch.Tensor]:
+        """The content at ``version``, if it was kept or is still the current one."""
+        pinned = self.pins.get(version)
+        if pinned is None and version == self.version:
+            pinned = self.storage_bytes()
+        return pinned
+
 
 class _Tracker(TorchDispatchMode):
-    """Numbers the operators and updates the producer and last use of their storages."""
+    """Numbers the operators and records what each one makes, reads and writes."""
 
     def __init__(self, owner: "Liveness") -> None:
         super().__init__()
@@ -155,42 +90,56 @@ class _Tracker(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         owner = self.owner
         if owner.paused:
-            return out
-        owner.clock += 1
+            return func(*args, **kwargs)
+        if formula_for(func._overloadpacket) is None:
+            # As when counting: a composite operator (conv2d, linear under inference mode)
+            # runs as its parts, each seen, priced and a boundary of its own.
+            with self:
+                decomposed = func.decompose(*args, **kwargs)
+            if decomposed is not NotImplemented:
+                return decomposed
+        if owner.every_op:
+            owner.last_mark = owner.clock
         inputs = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
-        outputs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        written = owner.written(func, args, kwargs)
+        if owner.keep_content:
+            owner.keep(inputs, written)
+        out = func(*args, **kwargs)
+        owner.clock += 1
+        owner.price(func, args, kwargs, out)
         used = {id(t.untyped_storage()) for t in inputs}
-        made = [t for t in outputs if id(t.untyped_storage()) not in used]
         # A view reads no data: the view's later uses say which bytes are needed. Ops that
         # may alias (reshape) are views only when they did not copy.
+        outputs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        made = [t for t in outputs if id(t.untyped_storage()) not in used]
+        overwritten = {id(t) for t, overwrite in written if overwrite}
         if not (getattr(func, "is_view", False) and not made):
             for tensor in inputs:
                 record = owner.live.get(id(tensor.untyped_storage()))
                 if record is not None:
-                    record.last_use = owner.clock
-                    record.uses.append((owner.clock, *_byte_span(tensor)))
-        for index in owner.written_arguments(func):
-            target = args[index] if index < len(args) else None
-            if isinstance(target, torch.Tensor):
-                record = owner.live.get(id(target.untyped_storage()))
-                if record is not None:
-                    record.version += 1
+                    record.uses.append((owner.clock, view_ranges(tensor),
+                                        id(tensor) in overwritten))
+        for tensor, _ in written:
+            record = owner.live.get(id(tensor.untyped_storage()))
+            if record is not None:
+                record.writes.append(owner.clock)
+                record.version_start = owner.clock
         for tensor in made:
             if id(tensor.untyped_storage()) not in owner.live:
                 owner.track(tensor, owner.clock)
         return out
 
 
+@register_collector
 class Liveness(Collector):
-    """Bytes alive across each top-level stage boundary, raw and encoded.
+    """Bytes alive across each cut point, raw and encoded.
 
-    After each forward, :attr:`cuts` lists the cut before the first operator (``input``),
-    after each top-level stage call, and after the forward (``output``); the top-level stage
-    calls get the metrics of the cut that follows them. Storages are tracked, not tensors, so
-    a tensor and its views count once, with the bytes its views read after the cut.
+    After each forward, :attr:`cuts` lists the cuts (see the module's docstring) in forward
+    order; the top-level stage calls get the metrics of the cut that follows them. Storages
+    are tracked, not tensors, so a tensor and its views count once, with the elements its
+    views read after the cut. :attr:`timeline` holds the raw bytes alive after every operator.
 
     What it cannot see: values that are not tensors (Python numbers such as image sizes),
     parameters and buffers (both sides of a split hold the weights). The inputs are counted
@@ -199,43 +148,93 @@ class Liveness(Collector):
     the storages still alive after the forward, which also takes in any tensor the model keeps
     between forwards (such as cached anchors).
 
+    Measuring codecs keeps the content of every storage read after a cut until the end of the
+    forward (a copy only before an in-place write), then compresses each once.
+
     Args:
         inputs: the forward's arguments (any nesting); their tensors are the model's inputs.
-        codec: a name of :data:`CODECS` to measure each storage's compressed size at the time
-            of the cut (real data only: on the meta device it is ``None``), or ``None``.
+        codecs: names of :data:`~profiling.encodings.CODECS` to measure (real data only: none
+            on the meta device).
+        every_op: make every operator boundary a candidate cut.
+        codec: one codec (the former single-codec argument); added to ``codecs``.
     """
 
     name = "liveness"
     pass_name = "liveness"
-    metrics = ("cut_bytes", "cut_fp16_bytes", "cut_int8_bytes", "cut_compressed_bytes")
+    metrics = ("cut_bytes", "cut_fp16_bytes", "cut_int8_bytes")
 
-    def __init__(self, inputs: Any = None, codec: Optional[str] = None) -> None:
-        if codec is not None and codec not in CODECS:
-            raise ProfilingError(f"unknown codec '{codec}'; choose one of: "
-                                 f"{', '.join(CODECS)}")
+    def __init__(self, inputs: Any = None, codecs: Sequence[str] = (), *,
+                 every_op: bool = False, codec: Optional[str] = None) -> None:
+        self.codecs = check_codecs(tuple(codecs) + ((codec,) if codec else ()))
         self.inputs = inputs
-        self.codec = codec
+        self.every_op = every_op
         self.cuts: list[Cut] = []
-        self.live: dict[int, _Storage] = {}
-        self.clock = 0
+        self.timeline = np.zeros(0, np.int64)
+        self.op_names: list[str] = []
+        self.op_flops = np.zeros(0, np.int64)
+        self.op_bytes = np.zeros(0, np.int64)
+        self.stage_spans: list[tuple[StageCall, int, int]] = []
         self.paused = False
-        self._records: list[_Storage] = []
-        self._boundaries: list[tuple[Optional[StageCall], int, dict[int, int]]] = []
-        self._current = ""
-        self._written: dict[Any, tuple[int, ...]] = {}
-        self._cache: dict[int, tuple[int, int]] = {}
-        self._outputs: Optional[dict[int, list[tuple[int, int]]]] = None
-        self._mode: Optional[_Tracker] = None
+        self._reset()
 
-    def written_arguments(self, func: Any) -> tuple[int, ...]:
-        """Positions of the arguments ``func`` writes into (in-place and ``out=`` ops)."""
+    def _reset(self) -> None:
+        self.live: dict[int, _Storage] = {}
+        self.clock = self.last_mark = 0
+        self.keep_content = False
+        self._records: list[_Storage] = []
+        self._marks: list[Mark] = []
+        self._current = ""
+        self._starts: dict[int, int] = {}
+        self._outputs: Optional[dict[int, ByteRanges]] = None
+        self._mode: Optional[_Tracker] = None
+        self._counting = OpCounting()
+        self._flops: list[int] = [0]
+        self._traffic: list[int] = [0]
+        self._names: list[str] = [""]
+        self._written: dict[Any, tuple[tuple[int, bool], ...]] = {}
+
+    def written(self, func: Any, args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, bool]]:
+        """The tensors ``func`` writes into, each with whether it overwrites without reading."""
         positions = self._written.get(func)
         if positions is None:
-            arguments = getattr(getattr(func, "_schema", None), "arguments", ())
-            positions = tuple(i for i, a in enumerate(arguments)
-                              if a.alias_info is not None and a.alias_info.is_write)
+            schema = getattr(func, "_schema", None)
+            base = getattr(getattr(func, "_overloadpacket", None), "__name__", "")
+            positions = tuple(
+                (i, bool(getattr(a, "is_out", False)) or (i == 0 and base in _OVERWRITING))
+                for i, a in enumerate(getattr(schema, "arguments", ()))
+                if a.alias_info is not None and a.alias_info.is_write)
             self._written[func] = positions
-        return positions
+        arguments = getattr(getattr(func, "_schema", None), "arguments", ())
+        targets = []
+        for index, overwrite in positions:
+            target = args[index] if index < len(args) else kwargs.get(arguments[index].name)
+            if isinstance(target, torch.Tensor):
+                targets.append((target, overwrite))
+        return targets
+
+    def keep(self, inputs: list[torch.Tensor], written: list[tuple[torch.Tensor, bool]]
+             ) -> None:
+        """Before an operator: keep the content of each storage it touches that was alive
+        across a cut since its last change, and copy it first if the operator changes it."""
+        for tensor in inputs:
+            record = self.live.get(id(tensor.untyped_storage()))
+            if (record is not None and self.last_mark >= record.version_start
+                    and record.version not in record.pins):
+                record.pins[record.version] = record.storage_bytes()
+        for tensor, _ in written:
+            record = self.live.get(id(tensor.untyped_storage()))
+            if record is not None and record.version in record.pins:
+                record.pins[record.version] = record.pins[record.version].clone()
+
+    def price(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        """Add the operator's FLOPs and bytes (the counting formulas') to the per-op lists."""
+        total = self._counting.total
+        flops, traffic = total.flops, total.bytes_read + total.bytes_written
+        packet = func._overloadpacket
+        self._counting.record(packet, args, kwargs, out)
+        self._flops.append(total.flops - flops)
+        self._traffic.append(total.bytes_read + total.bytes_written - traffic)
+        self._names.append(str(packet))
 
     def set_outputs(self, value: Any) -> None:
         """Name the forward's outputs (any nesting); call it inside the forward's block."""
@@ -243,7 +242,14 @@ class Liveness(Collector):
         for tensor in iter_tensors(value):
             record = self.live.get(id(tensor.untyped_storage()))
             if record is not None and record.produced > 0:
-                self._outputs.setdefault(id(record), []).append(_byte_span(tensor))
+                key = id(record)
+                self._outputs[key] = merge_ranges([self._outputs.get(key, EMPTY),
+                                                   view_ranges(tensor)])
+
+    def mark(self, name: str, kind: str, call: Any = None) -> None:
+        """Make the point between the last operator and the next one a candidate cut."""
+        self._marks.append(Mark(name, kind, self.clock, call))
+        self.last_mark = self.clock
 
     def track(self, tensor: torch.Tensor, produced: int) -> None:
         """Start following the storage of ``tensor``, made by operator ``produced``."""
@@ -265,101 +271,65 @@ class Liveness(Collector):
         if self.inputs is None:
             self.inputs = inputs
 
-    def start_forward(self, session) -> None:
-        self.live, self._records, self._boundaries, self.cuts = {}, [], [], []
-        self.clock, self._current, self._cache, self._outputs = 0, "", {}, None
+    def start_forward(self) -> None:
+        self._reset()
+        self.cuts, self.stage_spans = [], []
         for tensor in iter_tensors(self.inputs):
             if id(tensor.untyped_storage()) not in self.live:
                 self.track(tensor, 0)
-        self._boundaries.append((None, 0, self._snapshot()))
+        self.keep_content = bool(self.codecs) and any(
+            t.device.type != "meta" for t in iter_tensors(self.inputs))
+        self.mark("input", "input")
         self._mode = _Tracker(self)
         self._mode.__enter__()
 
     def enter(self, call: StageCall) -> None:
         if call.depth == 0:
             self._current = call.name
+            self._starts[id(call)] = self.clock
 
     def exit(self, call: StageCall) -> None:
         if call.depth == 0:
             self._current = ""
-            self._boundaries.append((call, self.clock, self._snapshot()))
+            self.stage_spans.append((call, self._starts.pop(id(call), self.clock), self.clock))
+            self.mark(call.name + (f"[{call.call_index}]" if call.call_index else ""),
+                      "stage", call)
 
-    def end_forward(self, session) -> None:
+    def end_forward(self) -> None:
         if self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
-        gc.collect()  # so that only what the forward returned is still alive
-        end = (None, self.clock, self._snapshot())
-        self.cuts = [self._cut(call, position, sizes)
-                     for call, position, sizes in self._boundaries]
-        self.cuts.append(self._cut(*end, last=True))
-        for (call, _, _), cut in zip(self._boundaries[1:], self.cuts[1:-1]):
-            call.metrics.update({"cut_bytes": cut.raw_bytes, "cut_fp16_bytes": cut.fp16_bytes,
-                                 "cut_int8_bytes": cut.int8_bytes})
-            if cut.compressed_bytes is not None:
-                call.metrics["cut_compressed_bytes"] = cut.compressed_bytes
-
-    def _cut(self, call: Optional[StageCall], position: int, sizes: dict[int, int], *,
-             last: bool = False) -> Cut:
-        if call is None:
-            name = "output" if last else "input"
-        else:
-            name = call.name + (f"[{call.call_index}]" if call.call_index else "")
-        cut = Cut(name, None if call is None else call.name,
-                  None if call is None else call.call_index, position)
+        if self._outputs is None:
+            gc.collect()  # so that only what the forward returned is still alive
+            self._outputs = {id(r): ((np.zeros(1, np.int64)), np.array([r.nbytes], np.int64))
+                             for r in self._records if r.alive and r.produced > 0}
+        last = self.clock
+        self.mark("output", "output")
+        if self.every_op:
+            self._marks += [Mark(f"#{k} {self._names[k]}", "op", k) for k in range(1, last)]
+        stage_marks = {(m.name, m.position) for m in self._marks if m.kind == "stage"}
+        marks = sorted((m for m in self._marks if m.kind != "module"
+                        or (m.name, m.position) not in stage_marks),  # a staged module's
+                       key=lambda m: m.position)  # stable: marks keep their order
+        self.op_names = list(self._names)
+        self.op_flops = np.array(self._flops, np.int64)
+        self.op_bytes = np.array(self._traffic, np.int64)
+        self.timeline = alive_bytes(self._records, self._outputs, last)
+        self.cuts = build_cuts(self._records, self._outputs, marks, last,
+                               self.codecs if self.keep_content else ())
+        for cut in self.cuts:
+            if cut.kind == "stage" and cut.call is not None:
+                cut.call.metrics.update({"cut_bytes": cut.raw_bytes,
+                                         "cut_fp16_bytes": cut.fp16_bytes,
+                                         "cut_int8_bytes": cut.int8_bytes})
+                for codec in self.codecs:
+                    if cut.sizes.get(codec) is not None:
+                        cut.call.metrics[f"cut_{codec.replace('+', '_')}_bytes"] = cut.sizes[codec]
         for record in self._records:
-            used_after = record.last_use > position or self._is_output(record)
-            if record.produced <= position and used_after:
-                needed = self._needed_bytes(record, position)
-                compressed = sizes.get(id(record))
-                if compressed is not None and needed < record.nbytes:
-                    compressed = round(compressed * needed / record.nbytes)
-                cut.tensors.append(CutTensor(record.shape, record.dtype, needed,
-                                             record.producer, compressed))
-        return cut
-
-    def _needed_bytes(self, record: _Storage, position: int) -> int:
-        """The bytes of the storage read after ``position`` (and those of the outputs)."""
-        spans = [(first, end) for time, first, end in record.uses if time > position]
-        if self._outputs is not None:
-            spans += self._outputs.get(id(record), [])
-        elif self._is_output(record):
-            return record.nbytes
-        return min(record.nbytes, _union(spans))
-
-    def _is_output(self, record: _Storage) -> bool:
-        if self._outputs is not None:
-            return id(record) in self._outputs
-        return record.alive and record.produced > 0
-
-    def _snapshot(self) -> dict[int, int]:
-        """The compressed size of every storage alive now, by record (cached per version)."""
-        if self.codec is None:
-            return {}
-        compress = CODECS[self.codec]
-        sizes = {}
-        self.paused = True
-        try:
-            for record in list(self.live.values()):
-                storage = record.ref() if record.ref is not None else None
-                if storage is None or storage.device.type == "meta":
-                    continue
-                sizes[id(record)] = self._compressed(storage, record, compress)
-        finally:
-            self.paused = False
-        return sizes
-
-    def _compressed(self, storage, record: _Storage, compress) -> int:
-        cached = self._cache.get(id(record))
-        if cached is not None and cached[0] == record.version:
-            return cached[1]
-        data = torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
-        size = len(compress(data.cpu().numpy()))
-        self._cache[id(record)] = (record.version, size)
-        return size
+            record.pins = {}
 
     def close(self) -> None:
         if self._mode is not None:  # a forward that never reached end_forward
             self._mode.__exit__(None, None, None)
             self._mode = None
-        self.live, self._records, self._boundaries, self._cache = {}, [], [], {}
+        self.live, self._records, self._marks = {}, [], []

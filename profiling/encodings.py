@@ -1,0 +1,144 @@
+"""How the bytes alive across a cut can be sent, and what each encoding makes of them.
+
+Every encoding applies to each storage's elements read after the cut (see
+:mod:`profiling.byte_ranges`), storage by storage:
+
+- ``raw``: the elements as they are in memory.
+- ``fp16``: floating elements wider than 16 bits cast to 16 bits; integers, booleans and
+  16-bit floats as they are.
+- ``int8``: floating elements quantised to 8 bits (per-tensor affine; the scale and zero
+  point, 8 bytes per tensor, are left out); integers and booleans as they are.
+- ``zlib``: the raw bytes through ``zlib`` at level 6 (its default).
+- ``lzma``: the raw bytes through ``lzma`` (xz) at preset 1.
+- ``int8+zlib``: the ``int8`` bytes (floating elements quantised to
+  ``round((x - min) / (max - min) * 255)``, one ``uint8`` each) through ``zlib`` at level 6.
+- ``zstd``: the raw bytes through Zstandard at level 3 (its default); only when the optional
+  ``zstandard`` package is installed (``pip install stagezoo[zstd]``).
+
+The compressed encodings need real data (not the meta device). Sizes are measured on each
+storage on its own, so they add up across the tensors of a cut.
+"""
+
+from __future__ import annotations
+
+import lzma
+import os
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+import torch
+
+from .byte_ranges import ByteRanges
+from .errors import ProfilingError
+
+__all__ = ["CODECS", "SIZE_ENCODINGS", "encoded_bytes", "check_codecs", "gather",
+           "compressed_sizes", "quantise_int8"]
+
+#: Encodings whose size follows from the element count (always available, meta included).
+SIZE_ENCODINGS = ("raw", "fp16", "int8")
+
+#: Bytes a codec's compressor takes in, before the compression: raw or quantised.
+Compressor = Callable[[memoryview], bytes]
+
+
+def _zstd() -> Optional[Compressor]:
+    try:
+        import zstandard
+    except ImportError:
+        return None
+    return lambda data: zstandard.ZstdCompressor(level=3).compress(data)
+
+
+#: The compressed encodings available here: name -> (quantise first, compress).
+CODECS: dict[str, tuple[bool, Compressor]] = {
+    "zlib": (False, lambda data: zlib.compress(data, 6)),
+    "lzma": (False, lambda data: lzma.compress(data, preset=1)),
+    "int8+zlib": (True, lambda data: zlib.compress(data, 6)),
+}
+if _zstd() is not None:
+    CODECS["zstd"] = (False, _zstd())
+
+#: Below this many bytes in all, compressing in one thread beats starting a pool.
+POOL_MIN_BYTES = 8 << 20
+
+
+def check_codecs(codecs: Iterable[str]) -> tuple[str, ...]:
+    """``codecs`` as a tuple, each one available; otherwise a one-line error."""
+    codecs = tuple(codecs)
+    for codec in codecs:
+        if codec not in CODECS:
+            extra = (" (zstd needs the zstandard package: pip install stagezoo[zstd])"
+                     if codec == "zstd" else "")
+            raise ProfilingError(f"unknown codec '{codec}'{extra}; choose from: "
+                                 f"{', '.join(CODECS)}")
+    return codecs
+
+
+def encoded_bytes(nbytes: int, dtype: torch.dtype, itemsize: int) -> int:
+    """The bytes of ``nbytes`` of ``dtype`` data once its floating elements take ``itemsize``
+    bytes each. Integer and boolean tensors (indices, masks) are sent as they are, and
+    floating tensors already as small are not widened."""
+    if not dtype.is_floating_point or dtype.itemsize <= itemsize:
+        return nbytes
+    return nbytes // dtype.itemsize * itemsize
+
+
+def gather(data: torch.Tensor, ranges: ByteRanges) -> torch.Tensor:
+    """The bytes of ``data`` (a flat ``uint8`` tensor) inside ``ranges``, in order."""
+    starts, ends = ranges
+    if len(starts) == 1:
+        return data[int(starts[0]):int(ends[0])]
+    steps = np.zeros(data.numel() + 1, np.int8)
+    steps[starts], steps[ends] = 1, -1
+    mask = np.cumsum(steps[:-1], dtype=np.int8).astype(bool)
+    return data[torch.from_numpy(mask)]
+
+
+def quantise_int8(values: torch.Tensor) -> torch.Tensor:
+    """Floating ``values`` as ``uint8``: ``round((x - min) / (max - min) * 255)`` per tensor
+    (non-finite values taken as 0)."""
+    values = torch.nan_to_num(values.float(), nan=0.0, posinf=0.0, neginf=0.0)
+    if values.numel() == 0:
+        return values.to(torch.uint8)
+    low, high = values.min(), values.max()
+    scale = (high - low) / 255 if high > low else torch.ones((), dtype=values.dtype)
+    return ((values - low) / scale).round_().clamp_(0, 255).to(torch.uint8)
+
+
+def _sizes(data: torch.Tensor, ranges: ByteRanges, dtype: torch.dtype,
+           codecs: Sequence[str]) -> dict[str, int]:
+    raw = gather(data.cpu(), ranges).contiguous()
+    quantised = None
+    sizes = {}
+    for codec in codecs:
+        quantise, compress = CODECS[codec]
+        payload = raw
+        if quantise and dtype.is_floating_point and raw.numel() % dtype.itemsize == 0:
+            if quantised is None:
+                quantised = quantise_int8(raw.view(dtype))
+            payload = quantised
+        sizes[codec] = len(compress(memoryview(payload.numpy())))
+    return sizes
+
+
+def compressed_sizes(items: Sequence[tuple[torch.Tensor, ByteRanges, torch.dtype]],
+                     codecs: Sequence[str], workers: Optional[int] = None
+                     ) -> list[Mapping[str, int]]:
+    """The compressed size under each codec of each ``(bytes, ranges, dtype)`` item, where
+    ``bytes`` is a storage's content as a flat ``uint8`` tensor.
+
+    A pool of threads (the codecs release the GIL) compresses when there is enough to do;
+    ``workers`` defaults to the CPU count.
+    """
+    if not codecs or not items:
+        return [{} for _ in items]
+    total = sum(int((ranges[1] - ranges[0]).sum()) for _, ranges, _ in items)
+    workers = workers or os.cpu_count() or 1
+    if workers == 1 or len(items) == 1 or total < POOL_MIN_BYTES:
+        return [_sizes(data, ranges, dtype, codecs) for data, ranges, dtype in items]
+    order = sorted(range(len(items)), key=lambda i: -int(items[i][0].numel()))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {i: pool.submit(_sizes, *items[i], codecs) for i in order}
+        return [futures[i].result() for i in range(len(items))]

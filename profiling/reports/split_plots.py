@@ -1,0 +1,57 @@
+"""The split analysis's timeline: bytes alive across every point of the forward."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+__all__ = ["plot_split_timeline"]
+
+#: above this many stage boundaries, only every n-th is labelled.
+_MAX_LABELS = 40
+
+
+def plot_split_timeline(timeline: np.ndarray, cuts: pd.DataFrame,
+                        stage_spans: list[tuple[str, int, int, int]], title: str = ""
+                        ) -> bytes:
+    """PNG of the raw bytes alive after each operator of the forward (a step line), the
+    candidate cuts of ``cuts`` (a :func:`profiling.split.cut_table`) on it, the Pareto front
+    and the minimum-bytes cut highlighted, and the top-level stage boundaries as labelled
+    vertical lines (``stage_spans``: ``(stage, call_index, first, last)``)."""
+    figure = Figure(figsize=(12, 5.5))
+    axes = figure.subplots()
+    positions = np.arange(len(timeline))
+    axes.step(positions, timeline / 1e6, where="post", color="0.35", linewidth=1,
+              label="alive after each operator")
+    candidates = cuts[~cuts["kind"].isin(["op"])]
+    axes.plot(candidates["position"], candidates["raw_bytes"] / 1e6, "o", color="C0",
+              markersize=3, label="candidate cuts")
+    front = cuts[cuts["pareto"]]
+    axes.plot(front["position"], front["raw_bytes"] / 1e6, "s", color="C2", markersize=6,
+              markerfacecolor="none", label="Pareto front (bytes vs device FLOPs)")
+    best = cuts[cuts["min_cut"]]
+    axes.plot(best["position"], best["raw_bytes"] / 1e6, "*", color="C3", markersize=14,
+              label=f"fewest bytes: {best['cut'].iloc[0]}" if len(best) else "fewest bytes")
+    step = max(1, -(-len(stage_spans) // _MAX_LABELS))
+    top = float(timeline.max() / 1e6) if len(timeline) else 1.0
+    for index, (stage, call_index, _, last) in enumerate(stage_spans):
+        axes.axvline(last, color="C1", linewidth=0.8, alpha=0.6)
+        if index % step == 0:
+            label = stage + (f"[{call_index}]" if call_index else "")
+            axes.text(last, 1.01, label, rotation=90, fontsize=7, va="bottom", ha="center",
+                      color="C1", transform=axes.get_xaxis_transform())
+    axes.set_xlabel("operators run (position in the forward)")
+    axes.set_ylabel("bytes alive across the cut (MB)")
+    axes.set_xlim(0, max(1, len(timeline) - 1))
+    axes.set_ylim(0, top * 1.05 if top > 0 else 1.0)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4)
+    if title:
+        figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110)
+    return buffer.getvalue()

@@ -1,0 +1,179 @@
+"""Cut candidates anywhere in the forward, and exact bytes: toy models counted by hand."""
+
+from __future__ import annotations
+
+import zlib
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from profiling import stage
+from profiling.byte_ranges import merge_ranges, ranges_size, subtract_ranges, view_ranges
+from profiling.encodings import quantise_int8
+from profiling.payload import walk_payload
+from profiling.split import analyse_cuts, cut_table, pareto_front
+
+X = torch.tensor([[1.0, -2.0, 3.0, 4.0]])  # 16 bytes
+
+
+def _zlib(tensor: torch.Tensor) -> int:
+    return len(zlib.compress(tensor.contiguous().numpy().tobytes(), 6))
+
+
+class PadThenSlice(nn.Module):
+    """A kernel that wants 128 channels: the 2-channel values are zero-padded, the result
+    sliced back to 2 channels (GMFlow's fused attention does this)."""
+
+    def forward(self, x):
+        with stage("attend", x) as s:
+            padded = F.pad(x, (0, 126))                        # [1, 6, 128]: 3072 B
+            out = s.output((padded * 2)[..., :2])              # a view: 6 x 2 floats
+        with stage("use", out) as s:
+            total = s.output(out.sum(-1))                      # [1, 6]: 24 B
+        return total
+
+
+def test_a_zero_padded_kernel_buffer_counts_only_the_elements_read():
+    x = torch.arange(12.0).reshape(1, 6, 2)
+    table = cut_table(analyse_cuts(PadThenSlice(), (x,), codecs=("zlib", "int8+zlib")))
+    row = table.set_index("cut").loc["attend"]
+    assert row["raw_bytes"] == 6 * 2 * 4       # not 6 * 128 * 4 = 3072
+    assert row["fp16_bytes"] == 6 * 2 * 2
+    assert row["zlib_bytes"] == _zlib(x * 2)   # the elements read, compressed on their own
+    quantised = quantise_int8(x * 2)
+    assert row["int8+zlib_bytes"] == len(zlib.compress(quantised.numpy().tobytes(), 6))
+    # The payload of the stage's output counts the view's elements too.
+    with torch.inference_mode():
+        view = (F.pad(x, (0, 126)) * 2)[..., :2]
+    assert walk_payload(view).nbytes == 48
+
+
+def test_quantise_int8_maps_min_to_0_and_max_to_255():
+    assert quantise_int8(torch.tensor([0.0, 1.0, 5.0])).tolist() == [0, 51, 255]
+    assert quantise_int8(torch.tensor([2.0, 2.0])).tolist() == [0, 0]
+
+
+def test_view_ranges_are_exact():
+    x = torch.zeros(10, 128)
+    starts, ends = view_ranges(x[..., :2])
+    assert len(starts) == 10 and ranges_size((starts, ends)) == 10 * 2 * 4
+    assert starts[1] == 128 * 4 and ends[0] == 8
+    assert ranges_size(view_ranges(x.t())) == x.numel() * 4       # a permutation is dense
+    assert ranges_size(view_ranges(x[:, None].expand(10, 3, 128))) == x.numel() * 4
+    first, second = view_ranges(x[:5]), view_ranges(x[3:7])
+    assert ranges_size(merge_ranges([first, second])) == 7 * 128 * 4
+    assert ranges_size(subtract_ranges(first, second)) == 3 * 128 * 4
+
+
+class Overwrite(nn.Module):
+    """A buffer made empty, then filled by ``copy_``: its content before is never read."""
+
+    def forward(self, x):
+        with stage("make", x):
+            buffer = torch.empty(2, 4)                         # 32 B of garbage
+        with stage("fill", x) as s:
+            buffer.copy_(torch.cat([x, x + 1]))
+            s.output(buffer)
+        with stage("reduce", buffer) as s:
+            out = s.output(buffer.sum(0))                      # [4]: 16 B
+        return out
+
+
+def test_an_overwritten_buffer_is_not_alive_before_its_write():
+    table = cut_table(analyse_cuts(Overwrite(), (X,), codecs=()))
+    assert list(table["cut"]) == ["input", "make", "fill", "reduce", "output"]
+    assert list(table["raw_bytes"]) == [16, 16, 32, 16, 16]
+
+
+class Toy(nn.Module):
+    """No stages: a sequence of two blocks, the first one nested."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+        self.second = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+
+@pytest.mark.parametrize("depth, names, sizes", [
+    (0, ["input", "output"], [16, 8]),
+    (1, ["input", "first", "second", "output"], [16, 32, 8, 8]),
+    (2, ["input", "first.0", "first.1", "first", "second", "output"], [16, 32, 32, 32, 8, 8]),
+])
+def test_module_boundaries_down_to_a_depth(depth, names, sizes):
+    table = cut_table(analyse_cuts(Toy().eval(), (X,), codecs=(), depth=depth))
+    assert list(table["cut"]) == names
+    assert list(table["raw_bytes"]) == sizes
+    assert set(table["kind"]) <= {"input", "module", "output"}
+
+
+def test_the_module_hooks_are_removed_also_after_an_exception():
+    model = Toy().eval()
+    analyse_cuts(model, (X,), depth=3)
+    assert all(not m._forward_hooks for m in model.modules())
+    with pytest.raises(RuntimeError):
+        analyse_cuts(model, (torch.ones(1, 5),), depth=3)       # a shape error
+    assert all(not m._forward_hooks for m in model.modules())
+
+
+def test_a_module_called_twice_gets_a_cut_per_call():
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.act = nn.ReLU()
+
+        def forward(self, x):
+            return self.act(self.act(x) * 2)
+
+    table = cut_table(analyse_cuts(Twice(), (X,), codecs=(), depth=1))
+    assert list(table["cut"]) == ["input", "act", "act[1]", "output"]
+
+
+def test_every_operator_boundary_and_the_timeline():
+    from tests.test_split import Toy as Staged
+
+    analysis = analyse_cuts(Staged(), (X,), codecs=(), every_op=True)
+    table = cut_table(analysis)
+    # mul, cat, relu_, argmax, mul_, view, sum, select, mul, add: 10 operators
+    assert analysis.op_names[1:] == ["aten.mul", "aten.cat", "aten.relu_", "aten.argmax",
+                                     "aten.mul_", "aten.view", "aten.sum", "aten.select",
+                                     "aten.mul", "aten.add"]
+    # after op k: x | x y | x z | x z | x z i | x z i | (view) | x i sum | (view) | sum x*i | w
+    assert analysis.timeline.tolist() == [16, 32, 48, 48, 56, 56, 56, 40, 40, 32, 16]
+    ops = table[table["kind"] == "op"]
+    assert list(ops["position"]) == list(range(1, 10))
+    assert list(ops["raw_bytes"]) == analysis.timeline[1:10].tolist()
+    assert len(table) == 1 + 4 + 9 + 1
+
+
+def test_pareto_front_by_hand():
+    front = pareto_front([0, 1, 2, 3, 3], [5, 6, 2, 2, 1])
+    assert front.tolist() == [True, False, True, False, True]
+    assert pareto_front([1, 1], [2, 2]).tolist() == [True, True]
+
+
+def test_min_cut_and_front_marks():
+    table = cut_table(analyse_cuts(Toy().eval(), (X,), codecs=(), depth=2))
+    # the fewest bytes inside the forward: 8 after 'second' (the output's 8 does not count)
+    assert table.loc[table["min_cut"], "cut"].tolist() == ["second"]
+    # device FLOPs: linear 4->8: 2*32 + 8 = 72; relu 8; linear 8->2: 2*16 + 2 = 34
+    assert table["device_flops"].tolist() == [0, 72, 80, 80, 114, 114]
+    assert table.loc[table["pareto"], "cut"].tolist() == ["input", "second", "output"]
+
+
+def test_compression_runs_once_per_storage_in_a_pool():
+    from profiling.encodings import compressed_sizes
+
+    data = torch.arange(1 << 22, dtype=torch.int32).view(torch.uint8)  # 16 MiB
+    whole = (np.array([0]), np.array([data.numel()]))
+    half = (np.array([0]), np.array([data.numel() // 2]))
+    sizes = compressed_sizes([(data, whole, torch.int32), (data, half, torch.int32)],
+                             ["zlib"], workers=2)
+    assert sizes[0]["zlib"] == len(zlib.compress(data.numpy().tobytes(), 6))
+    assert sizes[1]["zlib"] == len(zlib.compress(data[: data.numel() // 2].numpy().tobytes(), 6))

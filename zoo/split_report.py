@@ -1,0 +1,109 @@
+"""The work of ``python -m zoo.split`` once its arguments are checked: analyse, tabulate, plot."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pandas as pd
+import torch
+
+from profiling.payload import iter_tensors
+from profiling.roofline import Ceilings
+from profiling.split import analyse_cuts, cut_table
+from profiling.split_latency import best_cuts, encodings_of, split_latency
+
+from .app import prepare
+
+__all__ = ["analyse", "cut_lines", "best_lines"]
+
+#: With more candidates than this, the terminal lists only the stage cuts and marked ones.
+_MAX_PRINTED = 120
+
+
+def _megabytes(value: Any) -> str:
+    return f"{value / 1e6:>11.3f}" if pd.notna(value) else f"{'-':>11}"
+
+
+def cut_lines(cuts: pd.DataFrame, latency: Optional[pd.DataFrame]) -> list[str]:
+    """The terminal table of the cuts: bytes (MB) per encoding, device GFLOPs, the marks
+    (``*`` fewest bytes, ``P`` Pareto front) and, with a latency table, the sides' times."""
+    encodings = encodings_of(cuts)
+    shown = cuts
+    if len(cuts) > _MAX_PRINTED:
+        shown = cuts[~cuts["kind"].isin(["op", "module"]) | cuts["pareto"] | cuts["min_cut"]]
+    times = latency.drop_duplicates("cut").set_index("cut") if latency is not None else None
+    header = (f"{'cut':<36}{'tensors':>8}" + "".join(f"{e + ' MB':>11}" for e in encodings)
+              + f"{'dev GFLOP':>11}  " + (f"{'device ms':>10}{'server ms':>10}"
+                                          if times is not None else ""))
+    lines = [header]
+    for _, row in shown.iterrows():
+        marks = ("*" if row["min_cut"] else " ") + ("P" if row["pareto"] else " ")
+        line = (f"{row['cut'][:35]:<36}{row['tensors']:>8}"
+                + "".join(_megabytes(row[f"{e}_bytes"]) for e in encodings)
+                + f"{row['device_flops'] / 1e9:>11.3f}{marks}")
+        if times is not None and row["cut"] in times.index:
+            line += (f"{times.loc[row['cut'], 'device_ms']:>10.2f}"
+                     f"{times.loc[row['cut'], 'server_ms']:>10.2f}")
+        lines.append(line)
+    if len(shown) < len(cuts):
+        lines.append(f"({len(cuts) - len(shown)} more candidates in cuts.csv)")
+    lines.append("* fewest bytes inside the forward; P: Pareto front of raw bytes against the "
+                 "FLOPs done on the device")
+    return lines
+
+
+def best_lines(best: pd.DataFrame) -> list[str]:
+    """The terminal table of the best cut per encoding and bandwidth."""
+    side = best["device_side"].iloc[0]
+    lines = ["", f"best cut per bandwidth (RTT {best['rtt_ms'].iloc[0]:g} ms; device side "
+                 f"{side}):",
+             f"{'encoding':<12}{'Mbit/s':>10}  {'cut':<36}{'latency ms':>12}{'sent MB':>10}"]
+    for _, row in best.iterrows():
+        lines.append(f"{row['encoding']:<12}{row['bandwidth_mbit']:>10g}  {row['cut'][:35]:<36}"
+                     f"{row['latency_ms']:>12.2f}{row['bytes'] / 1e6:>10.3f}")
+    if side != "measured":
+        lines.append("the device side is a roofline bound of the ceilings (max(FLOPs / peak, "
+                     "bytes / bandwidth) per operator), not a measurement")
+    return lines
+
+
+def _plots(analysis, cuts: pd.DataFrame, latency: Optional[pd.DataFrame], title: str
+           ) -> tuple[dict[str, bytes], list[str]]:
+    try:
+        from profiling.reports.plots import plot_split_latency
+        from profiling.reports.split_plots import plot_split_timeline
+    except ImportError:
+        return {}, ["note: no plots (matplotlib is not installed)"]
+    files = {"split_timeline.png": plot_split_timeline(analysis.timeline, cuts,
+                                                       analysis.stage_spans, title)}
+    if latency is not None:
+        drawn = cuts[cuts["kind"].isin(["input", "stage", "output"]) | cuts["pareto"]]
+        files["split_latency.png"] = plot_split_latency(
+            latency[latency["cut"].isin(drawn["cut"].head(20))])
+    return files, []
+
+
+def analyse(cfg, args, codecs: tuple[str, ...], ceilings: Optional[Ceilings],
+            device_run: Any, server_run: Any) -> tuple[dict[str, Any], list[str]]:
+    """Run the analysis of ``cfg`` as the parsed ``args`` ask; the files and terminal lines."""
+    device = torch.device("meta" if args.meta else "cpu")
+    model, inputs, attach, notes = prepare(cfg, device)
+    analysis = analyse_cuts(model, inputs, attach=attach, codecs=() if args.meta else codecs,
+                            depth=args.depth, every_op=args.every_op)
+    cuts = cut_table(analysis, ceilings)
+    files: dict[str, Any] = {"cuts.csv": cuts}
+    lines = [f"note: {note}" for note in notes]
+    latency = None
+    if server_run is not None:
+        latency = split_latency(cuts, device_run.stages if device_run is not None else None,
+                                server_run.stages, args.bandwidth, args.rtt)
+        best = best_cuts(latency)
+        files.update({"latency.csv": latency, "best.csv": best})
+        lines += cut_lines(cuts, latency) + best_lines(best)
+    else:
+        lines += cut_lines(cuts, None)
+    shapes = ", ".join(str(list(t.shape)) for t in iter_tensors(inputs))
+    title = f"{cfg.model.name}: bytes alive along the forward, input {shapes} on {device.type}"
+    plots, plot_notes = _plots(analysis, cuts, latency, title)
+    files.update(plots)
+    return files, lines + plot_notes
