@@ -11,7 +11,7 @@ import torch
 
 from .aggregate import aggregate_stages
 from .attach import attach_stages
-from .collectors import Collector, make_collectors
+from .collectors import PASSES, Collector, make_collectors
 from .errors import ProfilingError
 from .noise import machine_state, noise_report
 from .payload import device_type_of
@@ -19,13 +19,7 @@ from .session import Session
 from .stages import StageCall
 from .statistics import AutoRepeats, relative_half_width
 
-__all__ = ["ProfileResult", "profile_model", "check_run_options", "call_model", "PASS_ORDER"]
-
-#: The untimed passes, in the order they run; the timed forwards come last.
-PASS_ORDER = ("analysis", "liveness", "counting", "layers")
-
-#: Outer collectors first: the timers sit innermost so they measure the least of the others.
-_NESTING_ORDER = ("cpu_memory", "cuda_memory", "trace_ranges", "cuda_time", "cpu_time")
+__all__ = ["ProfileResult", "profile_model", "check_run_options", "call_model"]
 
 
 @dataclass
@@ -59,17 +53,16 @@ class ProfileResult:
 
 def _passes(collectors: Sequence[Union[str, Collector]]
             ) -> tuple[list[tuple[str, list[Collector]]], list[Collector]]:
-    """The untimed passes ``[(pass_name, collectors)]`` in order, and the timed collectors."""
+    """The untimed passes ``[(pass_name, collectors)]`` in :data:`PASSES` order, and the timed
+    collectors; within a pass, outermost (lowest ``nesting_rank``) first."""
     names = [c for c in collectors if isinstance(c, str)]
     objects = make_collectors(names) + [c for c in collectors if not isinstance(c, str)]
-    order = {name: i for i, name in enumerate(_NESTING_ORDER)}
-    objects.sort(key=lambda c: order.get(c.name, -1))
+    objects.sort(key=lambda c: c.nesting_rank)
     groups: dict[str, list[Collector]] = {"analysis": []} if "payload" in names else {}
     for collector in objects:
         groups.setdefault(collector.pass_name, []).append(collector)
     timing = groups.pop("timed", [])
-    ranked = sorted(groups, key=lambda n: PASS_ORDER.index(n) if n in PASS_ORDER
-                    else len(PASS_ORDER))
+    ranked = sorted(groups, key=lambda n: PASSES.index(n) if n in PASSES else len(PASSES))
     return [(name, groups[name]) for name in ranked], timing
 
 
@@ -146,8 +139,8 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
     Args:
         model: any module (or callable) whose forward is marked with stages or attached ones.
         inputs: positional arguments (a sequence) or keyword arguments (a mapping).
-        collectors: names from :data:`profiling.collectors.COLLECTORS` and ``"payload"``, or
-            collector objects.
+        collectors: registered names (:func:`profiling.collectors.registered_collectors`) and
+            ``"payload"``, or collector objects.
         warmup: untimed forwards before the timed ones (>= 0).
         repeats: timed forwards (>= 1), or :class:`~profiling.statistics.AutoRepeats` to
             repeat until the forward median's 95% interval is narrow enough or time is up.

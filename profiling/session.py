@@ -60,7 +60,7 @@ class Session:
         started: list[Collector] = []
         try:
             for collector in self.collectors:
-                collector.start_forward(self)
+                collector.start_forward()
                 started.append(collector)
             yield self
         except BaseException as error:
@@ -70,7 +70,7 @@ class Session:
             while self._stack:
                 self.exit_stage(self._stack[-1])
             for collector in reversed(started):  # dispatch modes leave in reverse order
-                collector.end_forward(self)
+                collector.end_forward()
             self.forwards.append(self.calls)
 
     @property

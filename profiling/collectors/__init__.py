@@ -1,39 +1,17 @@
-"""Collectors: each measures one thing per stage call. Choose them by name per run."""
+"""Collectors: each measures one thing per stage call. Choose them by name per run.
+
+A collector is a :class:`Collector` subclass registered with :func:`register_collector`; see
+``docs/collectors.md`` for how to add one.
+"""
 
 from __future__ import annotations
 
-import importlib
-from typing import Sequence
+from .base import PASSES, Collector
+from .registry import collector_class, make_collectors, register_collector, registered_collectors
 
-from ..errors import ProfilingError
-from .base import Collector
+# Importing the built-in collectors registers them.
+from . import (cuda_memory, liveness, module_time, op_counts,  # noqa: E402,F401  isort: skip
+               tensor_memory, timing, trace_ranges)
 
-__all__ = ["Collector", "COLLECTORS", "make_collectors"]
-
-#: collector name -> "module:Class" (``payload`` is not a collector but the session's own flag).
-COLLECTORS = {
-    "cpu_time": "timing:CpuTime",
-    "cuda_time": "timing:CudaTime",
-    "cpu_memory": "tensor_memory:TensorMemory",
-    "cuda_memory": "cuda_memory:CudaMemory",
-    "trace_ranges": "trace_ranges:TraceRanges",
-    "op_counts": "op_counts:OpCounter",
-    "liveness": "liveness:Liveness",
-    "module_time": "module_time:ModuleTime",
-}
-
-
-def make_collectors(names: Sequence[str]) -> list[Collector]:
-    """Build the collectors named in ``names`` (in that order); ``payload`` is skipped."""
-    unknown = [n for n in names if n not in COLLECTORS and n != "payload"]
-    if unknown:
-        raise ProfilingError(f"unknown collector(s) {', '.join(unknown)}; choose from: payload, "
-                             f"{', '.join(COLLECTORS)}")
-    collectors = []
-    for name in names:
-        if name == "payload":
-            continue
-        module_name, class_name = COLLECTORS[name].split(":")
-        module = importlib.import_module(f"{__name__}.{module_name}")
-        collectors.append(getattr(module, class_name)())
-    return collectors
+__all__ = ["Collector", "PASSES", "register_collector", "registered_collectors",
+           "collector_class", "make_collectors"]

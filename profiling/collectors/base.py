@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..session import Session
     from ..stages import StageCall
 
-__all__ = ["Collector"]
+__all__ = ["Collector", "PASSES"]
+
+#: The forward passes a collector can run in, in the order the runner runs them: one untimed
+#: forward per pass that has collectors, then the warm-up and the timed forwards (``"timed"``).
+PASSES = ("analysis", "liveness", "counting", "layers", "timed")
 
 
 class Collector:
@@ -19,26 +22,38 @@ class Collector:
     last. ``start_forward`` and ``end_forward`` bracket one forward pass; a collector that reads
     its measurements late (CUDA events after the one synchronize) does it in ``end_forward``.
 
+    A collector is registered with :func:`~profiling.collectors.register_collector`, which
+    makes its ``name`` usable in the ``collectors`` option; every registered collector must be
+    constructible without arguments and pass the contract test in
+    ``tests/test_collector_contract.py``.
+
     Class attributes:
         name: short name, used in the CLI's ``collectors`` option.
-        pass_name: the forward pass the runner runs the collector in. ``"timed"`` (the timers:
-            warm-up and repeated forwards carry nothing else); ``"analysis"`` (one untimed
-            forward that also records the payload: memory measurements); ``"counting"`` and
-            ``"liveness"`` (one untimed forward each, for collectors whose interception would
-            disturb the others' measurements); ``"layers"`` (one forward timing every leaf
-            module, after the others).
+        aliases: former names still accepted for it (configs written before a rename).
+        pass_name: the forward pass the runner runs the collector in (one of :data:`PASSES`).
+            ``"timed"`` (the timers: warm-up and repeated forwards carry nothing else);
+            ``"analysis"`` (one untimed forward that also records the payload: memory
+            measurements); ``"counting"`` and ``"liveness"`` (one untimed forward each, for
+            collectors whose interception would disturb the others' measurements);
+            ``"layers"`` (one forward timing every leaf module, after the others).
+        nesting_rank: the place among the collectors of one pass: lower ranks wrap higher ones,
+            so the timers take the highest and measure the least of the others.
+        devices: the device types whose forwards it measures.
         metrics: the metric names this collector writes into ``StageCall.metrics``.
     """
 
     name: str = "collector"
+    aliases: tuple[str, ...] = ()
     pass_name: str = "timed"
+    nesting_rank: int = 0
+    devices: tuple[str, ...] = ("cpu", "cuda", "meta")
     metrics: tuple[str, ...] = ()
 
     def bind(self, model: Any, inputs: Any) -> None:
         """Called once by the runner with the model and its inputs, before any forward; a
         collector that needs them (per-module records, the inputs' liveness) keeps them."""
 
-    def start_forward(self, session: "Session") -> None:
+    def start_forward(self) -> None:
         """Called before a forward pass begins."""
 
     def enter(self, call: "StageCall") -> None:
@@ -47,7 +62,7 @@ class Collector:
     def exit(self, call: "StageCall") -> None:
         """Called when a stage closes (also when the forward raised)."""
 
-    def end_forward(self, session: "Session") -> None:
+    def end_forward(self) -> None:
         """Called after the forward pass, even when it raised."""
 
     def close(self) -> None:

@@ -9,10 +9,12 @@ import torch
 from ..errors import ProfilingError
 from ..stages import StageCall
 from .base import Collector
+from .registry import register_collector
 
 __all__ = ["CudaMemory"]
 
 
+@register_collector
 class CudaMemory(Collector):
     """Bytes the caching allocator hands out during each stage, in MB (1e6 bytes).
 
@@ -25,6 +27,8 @@ class CudaMemory(Collector):
 
     name = "cuda_memory"
     pass_name = "analysis"  # its allocator calls stay out of the timed forwards
+    nesting_rank = 20
+    devices = ("cuda",)
     metrics = ("cuda_mem_alloc_mb", "cuda_mem_peak_mb")
 
     def __init__(self, device: Optional[torch.device] = None) -> None:
@@ -34,7 +38,7 @@ class CudaMemory(Collector):
         self.device = device
         self._stack: list[list] = []
 
-    def start_forward(self, session) -> None:
+    def start_forward(self) -> None:
         self._stack = []
 
     def enter(self, call: StageCall) -> None:

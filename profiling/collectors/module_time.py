@@ -10,10 +10,12 @@ from torch import nn
 
 from ..payload import device_type_of
 from .base import Collector
+from .registry import register_collector
 
 __all__ = ["ModuleTime"]
 
 
+@register_collector
 class ModuleTime(Collector):
     """Times every call of every module of the model in a forward of its own, as torchstat
     does for its leaf layers.
@@ -33,6 +35,7 @@ class ModuleTime(Collector):
 
     name = "module_time"
     pass_name = "layers"
+    devices = ("cpu", "cuda")
 
     def __init__(self) -> None:
         self.model: Optional[nn.Module] = None
@@ -48,7 +51,7 @@ class ModuleTime(Collector):
         self.model = model if isinstance(model, nn.Module) else None
         self._cuda = device_type_of(model, inputs) == "cuda"
 
-    def start_forward(self, session) -> None:
+    def start_forward(self) -> None:
         self.last_call_seconds, self.total_seconds = {}, {}
         self._open, self._pending = {}, []
         if self.model is None:
@@ -85,7 +88,7 @@ class ModuleTime(Collector):
         self.last_call_seconds[path] = seconds
         self.total_seconds[path] = self.total_seconds.get(path, 0.0) + seconds
 
-    def end_forward(self, session) -> None:
+    def end_forward(self) -> None:
         self._remove_hooks()
         if self._pending:
             torch.cuda.synchronize()

@@ -9,14 +9,15 @@ from torch import nn
 from ..counting import COUNT_FIELDS, Counts, ModuleRecord, OpCounting
 from ..stages import _set_counting
 from .base import Collector
+from .registry import register_collector
 
 if TYPE_CHECKING:
-    from ..session import Session
     from ..stages import StageCall
 
 __all__ = ["OpCounter"]
 
 
+@register_collector
 class OpCounter(Collector):
     """Counts every operator of a forward and writes the totals of each stage call.
 
@@ -51,7 +52,7 @@ class OpCounter(Collector):
         if self.model is None and isinstance(model, nn.Module):
             self.model = model
 
-    def start_forward(self, session: "Session") -> None:
+    def start_forward(self) -> None:
         self._open = []
         self._counting = OpCounting(self.model).__enter__()
         _set_counting(True)
@@ -71,7 +72,7 @@ class OpCounter(Collector):
             self._counting.close(counts)
         call.metrics.update(counts.as_dict())
 
-    def end_forward(self, session: "Session") -> None:
+    def end_forward(self) -> None:
         self._finish()
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ from torch.utils._pytree import tree_flatten
 
 from ..stages import StageCall
 from .base import Collector
+from .registry import register_collector
 
 __all__ = ["TensorMemory"]
 
@@ -41,6 +42,7 @@ class _AllocationTracker(TorchDispatchMode):
         return out
 
 
+@register_collector
 class TensorMemory(Collector):
     """Bytes of tensor storage allocated during each stage, in MB (1e6 bytes).
 
@@ -58,6 +60,7 @@ class TensorMemory(Collector):
 
     name = "cpu_memory"
     pass_name = "analysis"
+    nesting_rank = 10
     metrics = ("cpu_mem_alloc_mb", "cpu_mem_peak_mb")
 
     def __init__(self, device_types: Sequence[str] = ("cpu", "meta")) -> None:
@@ -80,7 +83,7 @@ class TensorMemory(Collector):
     def _freed(self, key: int) -> None:
         self.level -= self.live.pop(key, 0)
 
-    def start_forward(self, session) -> None:
+    def start_forward(self) -> None:
         self.close()  # each forward counts from zero
         self._stack = []
         self._mode = _AllocationTracker(self)
@@ -96,13 +99,13 @@ class TensorMemory(Collector):
         if self._stack and peak > self._stack[-1][2]:
             self._stack[-1][2] = peak
 
-    def end_forward(self, session) -> None:
+    def end_forward(self) -> None:
         if self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
 
     def close(self) -> None:
-        self.end_forward(None)
+        self.end_forward()
         for finalizer in self._finalizers:
             finalizer.detach()
         self._finalizers, self.live, self.level = [], {}, 0

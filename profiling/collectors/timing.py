@@ -9,10 +9,12 @@ import torch
 
 from ..stages import StageCall
 from .base import Collector
+from .registry import register_collector
 
 __all__ = ["CpuTime", "CudaTime"]
 
 
+@register_collector
 class CpuTime(Collector):
     """Wall-clock time of each stage on the host (``time.perf_counter_ns``), in ms.
 
@@ -21,12 +23,14 @@ class CpuTime(Collector):
     """
 
     name = "cpu_time"
+    nesting_rank = 50
+    devices = ("cpu", "cuda")
     metrics = ("cpu_time_ms",)
 
     def __init__(self) -> None:
         self._starts: dict[int, int] = {}
 
-    def start_forward(self, session) -> None:
+    def start_forward(self) -> None:
         self._starts = {}
 
     def enter(self, call: StageCall) -> None:
@@ -36,6 +40,7 @@ class CpuTime(Collector):
         call.metrics["cpu_time_ms"] = (perf_counter_ns() - self._starts.pop(call.index)) / 1e6
 
 
+@register_collector
 class CudaTime(Collector):
     """GPU time of each stage from CUDA events, in ms.
 
@@ -45,6 +50,8 @@ class CudaTime(Collector):
     """
 
     name = "cuda_time"
+    nesting_rank = 40
+    devices = ("cuda",)
     metrics = ("cuda_time_ms",)
 
     def __init__(self, device: Optional[torch.device] = None) -> None:
@@ -65,7 +72,7 @@ class CudaTime(Collector):
         self._used += 1
         return event
 
-    def start_forward(self, session) -> None:
+    def start_forward(self) -> None:
         self._used, self._pending, self._open = 0, [], {}
 
     def enter(self, call: StageCall) -> None:
@@ -78,7 +85,7 @@ class CudaTime(Collector):
         end.record()
         self._pending.append((call, self._open.pop(call.index), end))
 
-    def end_forward(self, session) -> None:
+    def end_forward(self) -> None:
         torch.cuda.synchronize(self.device)
         for call, start, end in self._pending:
             call.metrics["cuda_time_ms"] = start.elapsed_time(end)

@@ -6,10 +6,12 @@ import torch
 
 from ..stages import StageCall
 from .base import Collector
+from .registry import register_collector
 
 __all__ = ["TraceRanges"]
 
 
+@register_collector
 class TraceRanges(Collector):
     """Opens a ``record_function`` range (and an NVTX range when CUDA is available) per stage.
 
@@ -18,6 +20,7 @@ class TraceRanges(Collector):
     """
 
     name = "trace_ranges"
+    nesting_rank = 30
 
     def __init__(self) -> None:
         self._nvtx = torch.cuda.is_available()
