@@ -1,10 +1,11 @@
-"""The terminal summary: one line per stage down to depth 1, repeated calls summed."""
+"""The terminal summary: one line per stage down to depth 1, repeated calls summed, intervals,
+the total row."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from profiling.reports.summary import format_summary
+from profiling.reports.summary import RunTotals, format_summary
 
 
 def _stages(**extra) -> pd.DataFrame:
@@ -14,22 +15,55 @@ def _stages(**extra) -> pd.DataFrame:
                          **extra})
 
 
-def test_columns_follow_what_was_measured():
+def test_columns_follow_what_was_measured_with_their_rules_in_the_header():
     lines = format_summary(_stages(
-        cpu_time_ms_median=[8.0, 6.0, 1.0, 1.5, 0.1], flops=[2e9, 1.5e9, 1e8, 1e8, 1.0],
+        cpu_time_ms_median=[8.0, 6.0, 1.0, 1.5, 0.1],
+        cpu_time_ms_median_ci95_low=[7.9, 5.0, 0.9, 1.4, 0.1],
+        cpu_time_ms_median_ci95_high=[8.1, 6.1, 1.1, 1.6, 0.1],
+        flops=[2e9, 1.5e9, 1e8, 1e8, 1.0],
         cpu_mem_peak_mb=[12.0, 8.0, 0.5, 0.75, 0.0])).splitlines()
-    assert lines[0].split() == ["stage", "calls", "time", "ms", "GFLOPs", "out", "MB", "peak",
-                                "MB"]
-    assert lines[1].split() == ["backbone", "1", "8.000", "2.000", "4.000", "12.00"]
-    assert lines[2].split() == ["conv", "1", "6.000", "1.500", "2.000", "8.00"]
-    # two calls: time, FLOPs and payload summed, the larger peak
-    assert lines[3].split() == ["head", "2", "2.500", "0.200", "1.000", "0.75"]
-    assert len(lines) == 5 and "deep" not in "".join(lines)  # depth 2 is left out
-    assert lines[-1].startswith("(time: median of CPU time; GFLOPs:")
+    assert lines[0].split() == ["stage", "calls", "time", "ms", "95%", "CI", "ms", "GFLOPs",
+                                "out", "MB", "peak", "MB"]
+    assert lines[1].split() == ["rule", "(over", "calls;", "over", "repeats)", "sum,", "med.",
+                                "of", "the", "median", "sum", "sum", "max"]
+    assert lines[2].split() == ["backbone", "1", "8.000", "7.900-8.100", "2.000", "4.000",
+                                "12.00"]
+    # 5.0 is 1.0 (17%) below the median 6.0: flagged
+    assert lines[3].split() == ["conv", "1", "6.000", "5.000-6.100!", "1.500", "2.000", "8.00"]
+    # two calls: time, FLOPs and payload summed, the larger peak; no raw repeats, no interval
+    assert lines[4].split() == ["head", "2", "2.500", "-", "0.200", "1.000", "0.75"]
+    assert "deep" not in "".join(lines)  # depth 2 is left out
+    assert lines[5].startswith("(time: CPU time summed over a stage's calls, median over")
+    assert lines[6] == "! 1 stage(s) with an interval wider than ±10% of the median"
+
+
+def test_raw_repeats_give_the_interval_of_a_stage_called_twice():
+    times = pd.DataFrame({"stage": ["backbone", "conv", "head", "head"] * 6,
+                          "call_index": [0, 0, 0, 1] * 6,
+                          "repeat": [r for r in range(6) for _ in range(4)],
+                          "cpu_time_ms": [8, 6, 1, 1.5, 8, 6, 1, 1.6, 8, 6, 1, 1.7,
+                                          8, 6, 2, 1.5, 8, 6, 1, 1.5, 8, 6, 1, 1.4]})
+    lines = format_summary(_stages(cpu_time_ms_median=[8.0, 6.0, 1.0, 1.5, 0.1]),
+                           times=times).splitlines()
+    # per repeat: 2.5, 2.6, 2.7, 3.5, 2.5, 2.4 -> median 2.55, 6 repeats: the range
+    assert lines[4].split() == ["head", "2", "2.550", "2.400-3.500!", "1.000"]
+    assert lines[2].split() == ["backbone", "1", "8.000", "8.000-8.000", "4.000"]
+
+
+def test_the_total_row_and_line():
+    totals = RunTotals(forward_ms=[10.0, 11.0, 12.0, 13.0, 14.0, 15.0], parameters=11_000_000,
+                       macs=10 ** 9, flops=2 * 10 ** 9, in_bytes=600_000, out_bytes=4_000)
+    lines = format_summary(_stages(cpu_time_ms_median=[8.0, 6.0, 1.0, 1.5, 0.1],
+                                   flops=[2e9, 1.5e9, 1e8, 1e8, 1.0]), totals=totals).splitlines()
+    total = next(line for line in lines if line.startswith("total (whole forward"))
+    assert total.split()[-4:] == ["12.500", "10.000-15.000!", "2.000", "0.004"]
+    assert "total: 11,000,000 parameters, 1.000 GMACs, 2.000 GFLOPs, input 0.600 MB, output " \
+           "0.004 MB" in lines
 
 
 def test_a_meta_run_shows_payload_and_flops_only():
     lines = format_summary(_stages(flops=[2e9, 1.5e9, 1e8, 1e8, 1.0])).splitlines()
     assert lines[0].split() == ["stage", "calls", "GFLOPs", "out", "MB"]
-    assert lines[1].split() == ["backbone", "1", "2.000", "4.000"]
-    assert lines[-1].startswith("(no timing; GFLOPs:")
+    assert lines[2].split() == ["backbone", "1", "2.000", "4.000"]
+    assert lines[-2] == "(no timing)"
+    assert lines[-1].startswith("(GFLOPs: 1e9 floating-point operations; MB: 1e6 bytes")

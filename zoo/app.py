@@ -12,15 +12,19 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from profiling.aggregate import repeat_table
 from profiling.errors import ProfilingError
+from profiling.noise import noise_line
 from profiling.reports.files import write_files
 from profiling.reports.layers_table import layers_files, layers_table
 from profiling.reports.metadata import host_name, run_metadata
 from profiling.reports.modules_table import modules_files
 from profiling.reports.payload_log import format_payload_log
-from profiling.reports.summary import format_summary
+from profiling.reports.repeats import TIMES_FILE
+from profiling.reports.summary import format_summary, run_totals
 from profiling.roofline import Ceilings, add_roofline_columns, ceilings_for_device, load_ceilings
 from profiling.runner import ProfileResult, check_run_options, profile_model
+from profiling.statistics import AutoRepeats
 
 from .deploy import Deployment, roofline_dtype
 from .errors import ConfigError
@@ -120,6 +124,17 @@ def prepare(cfg: DictConfig, device: torch.device
     return model, inputs, model.stage_paths(), notes
 
 
+def run_repeats(run: Any) -> Union[int, AutoRepeats]:
+    """``run.repeats`` as :func:`~profiling.runner.profile_model` takes it: a count, or for
+    ``auto`` the stopping rule made of ``run.target_ci``, ``run.max_time_s`` and
+    ``run.min_repeats``."""
+    if run.repeats == "auto":
+        return AutoRepeats(target_ci=float(run.get("target_ci", 0.02)),
+                           max_time_s=float(run.get("max_time_s", 60.0)),
+                           min_repeats=int(run.get("min_repeats", 5)))
+    return int(run.repeats)
+
+
 def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
                 print_summary: Optional[bool] = None) -> ProfileRun:
     """Build the model, profile it and write the run's files into ``run_dir``.
@@ -128,7 +143,7 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     end (see :func:`profiling.reports.files.write_files`).
     """
     device = resolve_device(cfg.device)
-    repeats, warmup = int(cfg.run.repeats), int(cfg.run.warmup)
+    repeats, warmup = run_repeats(cfg.run), int(cfg.run.warmup)
     check_run_options(warmup, repeats)  # before the model is built: fail fast
     collectors = _collectors(cfg)
     deployment = Deployment.from_config(cfg.run)
@@ -153,7 +168,8 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     files.update(_render(cfg, model, result, device, notes, ceilings))
     paths = write_files(run_dir, files)
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
-        print(format_summary(result.stages))
+        print(format_summary(result.stages, times=repeat_table(result.timed),
+                             totals=run_totals(result, model, inputs)))
         for note in notes:
             print(f"note: {note}")
         counter = result.collectors.get("op_counts")
@@ -161,6 +177,8 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
             print(f"note: no FLOP formula for {len(counter.coverage)} operator(s), listed in "
                   f"meta.json under uncounted_ops: {', '.join(sorted(counter.coverage))}")
         print(f"run directory: {Path(run_dir).resolve()}")
+        if noise_line(result.noise):
+            print(noise_line(result.noise))
     return ProfileRun(result, Path(run_dir), paths, notes)
 
 
@@ -184,11 +202,12 @@ def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
                                  "device": ceilings.name, "dtype": roofline_dtype(cfg)}
     extra["deployment"] = Deployment.from_config(cfg.run).metadata(model)
     metadata = run_metadata(OmegaConf.to_container(cfg, resolve=True), str(device),
-                            notes=list(notes), forward_ms=result.forward_ms,
+                            notes=list(notes), forward_ms=result.forward_ms, noise=result.noise,
                             parameters=sum(p.numel() for p in model.parameters()),
                             overrides=_job_overrides(), **extra)
     files.update({
         "stages.csv": result.stages,
+        **({TIMES_FILE: repeat_table(result.timed)} if result.timed else {}),
         "payload.log": format_payload_log(result.events, result.stages, host=host_name(),
                                           device=device.type, label=label),
         "meta.json": json.dumps(metadata, indent=2, default=str) + "\n",

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Optional, Sequence
 from .errors import ConfigError
 
 __all__ = ["Checker", "Boolean", "Integer", "Number", "Text", "Choice",
-           "ListOf", "Nullable", "Anything", "MappingOf", "check_value", "check_config",
+           "ListOf", "Nullable", "AnyOf", "Anything", "MappingOf", "check_value", "check_config",
            "checker_for_default", "checker_for_annotation", "suggest", "SCHEMA", "MAX_SEED"]
 
 #: The largest seed ``torch.manual_seed`` takes as a signed 64-bit value.
@@ -175,6 +175,20 @@ class Nullable(Checker):
         return value is None or self.inner.ok(value)
 
 
+@dataclass(frozen=True)
+class AnyOf(Checker):
+    """A value that one of ``checkers`` accepts (``run.repeats``: a count or ``auto``)."""
+
+    checkers: tuple[Checker, ...]
+
+    @property
+    def accepts(self) -> str:  # type: ignore[override]
+        return " or ".join(checker.accepts for checker in self.checkers)
+
+    def ok(self, value: Any) -> bool:
+        return any(checker.ok(value) for checker in self.checkers)
+
+
 def checker_for_default(default: Any) -> Checker:
     """The kind of value an option takes, judged from its default (``null``: any)."""
     if isinstance(default, bool):
@@ -229,7 +243,10 @@ _DEVICES = ("cpu", "cuda", "meta")
 #: The model's options are typed by its own YAML (:func:`checker_for_default`) and builder.
 SCHEMA: dict[str, Checker] = {
     "run.warmup": Integer(minimum=0),
-    "run.repeats": Integer(minimum=1),
+    "run.repeats": AnyOf((Integer(minimum=1), Choice(("auto",)))),
+    "run.target_ci": Number(above=0),  # repeats=auto (profiling.statistics.AutoRepeats)
+    "run.max_time_s": Number(above=0),
+    "run.min_repeats": Integer(minimum=1),
     "run.seed": Integer(minimum=0, maximum=MAX_SEED),
     "run.overwrite": Boolean(),
     # the network as deployed (zoo/deploy.py)
