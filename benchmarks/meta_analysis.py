@@ -22,7 +22,7 @@ import time
 import torch
 
 import zoo
-from profiling.collectors.op_counts import OpCounter
+from profiling.collectors.op_counts import OpCounts
 from profiling.reports.layers_table import layers_table, render_layers_text
 from profiling.reports.modules_table import modules_table, render_modules_text
 from profiling.runner import profile_model
@@ -36,15 +36,15 @@ def analyse(name: str, size: tuple[int, int]) -> dict:
     with torch.device("meta"):
         model = zoo.create_model(name).eval()
     inputs = model.example_inputs(1, size, device="meta")
-    counter = OpCounter(model)
+    counter = OpCounts(model)
     attach = model.stage_paths() if hasattr(model, "stage_paths") else {}
-    result = profile_model(model, inputs, collectors=["payload", "cpu_memory", counter],
+    result = profile_model(model, inputs, collectors=["payload", "tensor_memory", counter],
                            warmup=0, repeats=1, attach=attach)
     layers = layers_table(model, counter.modules)
     modules = modules_table(model, counter.modules)
     texts = render_layers_text(layers) + render_modules_text(model, modules)
     return {"stages": len(result.stages), "macs": counter.total.macs,
-            "flops": counter.total.flops, "uncounted": counter.coverage, "text": len(texts)}
+            "flops": counter.total.flops, "uncounted": counter.uncounted, "text": len(texts)}
 
 
 def main() -> None:

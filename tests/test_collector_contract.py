@@ -58,11 +58,21 @@ def test_writes_exactly_the_metrics_it_declares(name):
 def test_declarations(name):
     cls = registered_collectors()[name]
     assert cls.name == name and issubclass(cls, Collector)
+    assert cls.__name__ == name.title().replace("_", "")  # cpu_time: CpuTime, op_counts: OpCounts
     assert cls.pass_name in PASSES
     assert set(cls.devices) <= {"cpu", "cuda", "meta"} and cls.devices
     assert len(set(cls.metrics)) == len(cls.metrics)
     assert collector_class(name) is cls
     assert all(collector_class(alias) is cls for alias in cls.aliases)
+
+
+def test_a_former_name_builds_the_renamed_collector():
+    (memory,) = make_collectors(["cpu_memory"])
+    assert type(memory) is collector_class("tensor_memory") and memory.name == "tensor_memory"
+    x = torch.randn(1, 3, 8, 8)
+    result = profile_model(_Staged().eval(), (x,), collectors=["cpu_memory"], warmup=0, repeats=1)
+    conv = next(call for call in result.calls if call.name == "conv")
+    assert conv.metrics["cpu_mem_alloc_mb"] == 4 * 8 * 8 * 4 / 1e6  # the conv output's storage
 
 
 def test_one_pass_nests_its_collectors_in_one_order():

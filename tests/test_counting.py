@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from profiling import Session, stage
-from profiling.collectors.op_counts import OpCounter
+from profiling.collectors.op_counts import OpCounts
 from profiling.counting import OpCounting, count_ops, register_formula, registered_ops
 
 F32 = 4  # bytes per float32 element
@@ -304,7 +304,7 @@ def test_modules_get_inclusive_counts():
 def test_collector_writes_inclusive_stage_counts():
     model = nn.Sequential(nn.Linear(4, 5), nn.Linear(5, 2))
     x = torch.randn(3, 4)
-    collector = OpCounter(model)
+    collector = OpCounts(model)
     with Session([collector]) as session:
         with session.forward():
             with stage("outer", x) as outer:
@@ -315,6 +315,6 @@ def test_collector_writes_inclusive_stage_counts():
     assert calls["first"]["macs"] == 3 * 4 * 5
     assert calls["outer"]["macs"] == 3 * 4 * 5 + 3 * 5 * 2
     assert set(calls["outer"]) == {"macs", "flops", "bytes_read", "bytes_written", "activations"}
-    assert collector.coverage == {}
+    assert collector.uncounted == {}
     assert collector.modules["1"].total.macs == 30
     assert collector.total.macs == 90

@@ -40,6 +40,6 @@ def test_profiled_output_is_the_plain_output_bit_for_bit(monkeypatch):
     inputs = model.example_inputs(1, (64, 96), generator=torch.Generator().manual_seed(0))
     with torch.inference_mode():
         plain = model(*inputs)["flow_preds"][-1]
-    result = profile_model(model, inputs, collectors=["payload", "cpu_memory", "op_counts",
+    result = profile_model(model, inputs, collectors=["payload", "tensor_memory", "op_counts",
                                                       "cpu_time"], warmup=0, repeats=1)
     assert torch.equal(result.output["flow_preds"][-1], plain)

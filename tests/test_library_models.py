@@ -13,7 +13,7 @@ from hydra.utils import instantiate
 
 import zoo
 from profiling import Session, attach_stages
-from profiling.collectors.op_counts import OpCounter
+from profiling.collectors.op_counts import OpCounts
 from zoo.base import ZooModel
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
@@ -49,7 +49,7 @@ def test_forward_with_stages_and_counts():
     model = zoo.create_model("torchvision", arch="resnet18", in_channels=4).eval()
     inputs = model.example_inputs(1, (64, 64), generator=torch.Generator().manual_seed(0))
     assert inputs[0].shape == (1, 4, 64, 64)
-    collector = OpCounter(model)
+    collector = OpCounts(model)
     with Session([collector]) as session, attach_stages(model, model.stage_paths()), \
             torch.no_grad():
         with session.forward():

@@ -23,7 +23,7 @@ class Two(nn.Module):
 
 def test_profile_model_rows_statistics_and_output():
     x = torch.ones(4)
-    result = profile_model(Two(), (x,), collectors=["payload", "cpu_memory", "cpu_time"],
+    result = profile_model(Two(), (x,), collectors=["payload", "tensor_memory", "cpu_time"],
                            warmup=1, repeats=3)
     df = result.stages
     assert list(zip(df.stage, df.call_index)) == [("a", 0), ("b", 0), ("b", 1)]
@@ -67,8 +67,8 @@ def test_memory_is_measured_apart_from_counting():
     # the counter forces attention onto its math kernel, which materialises the score matrix;
     # the memory measured must be that of the real kernel all the same
     x = torch.rand(1, 1, 2048, 64)
-    alone = profile_model(Attention(), (x,), collectors=["cpu_memory"], warmup=0, repeats=1)
-    both = profile_model(Attention(), (x,), collectors=["cpu_memory", "op_counts"], warmup=0,
+    alone = profile_model(Attention(), (x,), collectors=["tensor_memory"], warmup=0, repeats=1)
+    both = profile_model(Attention(), (x,), collectors=["tensor_memory", "op_counts"], warmup=0,
                          repeats=1)
     assert both.stages.cpu_mem_peak_mb[0] == alone.stages.cpu_mem_peak_mb[0]
     assert both.stages.macs[0] == 2 * 2048 * 2048 * 64
@@ -77,7 +77,7 @@ def test_memory_is_measured_apart_from_counting():
 def test_no_dispatch_mode_or_session_outlives_a_run():
     from torch.utils._python_dispatch import is_in_torch_dispatch_mode
     from profiling.stages import active_session, is_counting
-    profile_model(Two(), (torch.ones(4),), collectors=["payload", "cpu_memory", "op_counts",
+    profile_model(Two(), (torch.ones(4),), collectors=["payload", "tensor_memory", "op_counts",
                                                         "liveness", "cpu_time"], repeats=1)
     assert not is_in_torch_dispatch_mode() and active_session() is None and not is_counting()
 

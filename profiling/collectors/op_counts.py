@@ -14,11 +14,11 @@ from .registry import register_collector
 if TYPE_CHECKING:
     from ..stages import StageCall
 
-__all__ = ["OpCounter"]
+__all__ = ["OpCounts"]
 
 
 @register_collector
-class OpCounter(Collector):
+class OpCounts(Collector):
     """Counts every operator of a forward and writes the totals of each stage call.
 
     Each ``StageCall.metrics`` gets ``macs``, ``flops``, ``bytes_read``, ``bytes_written`` and
@@ -31,7 +31,7 @@ class OpCounter(Collector):
             and module tables.
 
     Attributes:
-        coverage: calls per operator that has no formula, in the last forward.
+        uncounted: calls per operator that has no formula, in the last forward.
         modules: per-module records of the last forward, by dotted path.
         total: counts of the whole last forward (inside and outside stages).
         by_op: counts per operator of the last forward.
@@ -86,7 +86,7 @@ class OpCounter(Collector):
             self._last = counting
 
     @property
-    def coverage(self) -> dict[str, int]:
+    def uncounted(self) -> dict[str, int]:
         """Calls per operator that has no formula (the ops whose FLOPs are not counted)."""
         return dict(self._last.uncounted) if self._last is not None else {}
 

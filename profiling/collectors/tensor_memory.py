@@ -58,7 +58,8 @@ class TensorMemory(Collector):
         device_types: the tensor devices to track (``cpu`` by default; ``meta`` on meta runs).
     """
 
-    name = "cpu_memory"
+    name = "tensor_memory"
+    aliases = ("cpu_memory",)  # its name until it was seen to track meta tensors too
     pass_name = "analysis"
     nesting_rank = 10
     metrics = ("cpu_mem_alloc_mb", "cpu_mem_peak_mb")

@@ -63,7 +63,7 @@ def layers_table(model: nn.Module, records: Mapping[str, ModuleRecord],
 
     Args:
         model: the model whose modules ``records`` describe.
-        records: the operation counter's module records (``OpCounter.modules``).
+        records: the operation counter's module records (``OpCounts.modules``).
         durations: seconds per module path (``ModuleTime.last_call_seconds``); without them
             ``duration[%]`` is empty (the counting pass is not timed).
     """

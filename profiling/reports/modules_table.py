@@ -56,7 +56,7 @@ def modules_table(model: nn.Module, records: Mapping[str, ModuleRecord],
 
     Args:
         model: the model whose modules ``records`` describe.
-        records: the operation counter's module records (``OpCounter.modules``).
+        records: the operation counter's module records (``OpCounts.modules``).
         seconds: time per module path, summed over its calls (``ModuleTime.total_seconds``).
     """
     seconds = seconds or {}
