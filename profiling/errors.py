@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-__all__ = ["ProfilingError", "mark_stage", "failed_stage"]
+__all__ = ["ProfilingError", "mark_stage", "failed_stage", "add_context", "failure_context"]
 
-_STAGE_ATTRIBUTE = "profiling_stage"
+_STAGE_ATTRIBUTE, _CONTEXT_ATTRIBUTE = "profiling_stage", "profiling_context"
 
 
 class ProfilingError(ValueError):
@@ -27,3 +27,17 @@ def failed_stage(error: BaseException) -> Optional[str]:
     """The stages open when ``error`` was raised in a profiled forward, as
     ``outer/inner``, or ``None`` when it was raised outside any stage."""
     return getattr(error, _STAGE_ATTRIBUTE, None)
+
+
+def add_context(error: BaseException, context: str) -> None:
+    """Remember on ``error`` what was being run (e.g. ``input 1x3x8192x8192``)."""
+    if failure_context(error) is None:
+        try:
+            setattr(error, _CONTEXT_ATTRIBUTE, context)
+        except AttributeError:  # an exception type without a __dict__
+            pass
+
+
+def failure_context(error: BaseException) -> Optional[str]:
+    """What :func:`add_context` remembered on ``error``, or ``None``."""
+    return getattr(error, _CONTEXT_ATTRIBUTE, None)

@@ -13,6 +13,7 @@ from .aggregate import aggregate_stages
 from .attach import attach_stages
 from .collectors import PASSES, Collector, make_collectors
 from .errors import ProfilingError
+from .guards import BufferGuard, InputGuard, check_collectors_argument, check_mode
 from .noise import machine_state, noise_report
 from .payload import device_type_of
 from .session import Session
@@ -37,6 +38,7 @@ class ProfileResult:
         output: what the model returned in its first timed forward, else in the analysis pass:
             forwards whose operators are not counted, so exactly what the plain model returns.
         collectors: the collector objects used, by name (e.g. the op counter's coverage).
+        notes: what the run had to do that the user should know (inputs restored, ...).
         noise: how noisy the timed forwards were (:func:`profiling.noise.noise_report`, plus
             ``auto_repeats`` for ``repeats=AutoRepeats(...)``); ``{}`` without timed forwards.
     """
@@ -48,6 +50,7 @@ class ProfileResult:
     stages: pd.DataFrame
     output: Any
     collectors: dict[str, Collector] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
     noise: dict[str, Any] = field(default_factory=dict)
 
 
@@ -123,7 +126,7 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
                   warmup: int = 1, repeats: Union[int, AutoRepeats] = 5,
                   attach: Optional[Mapping[str, str]] = None,
                   progress: Optional[Callable[[str, int, int], None]] = None,
-                  timed_model: Optional[Callable] = None,
+                  timed_model: Optional[Callable] = None, train: bool = False,
                   clock: Callable[[], int] = perf_counter_ns) -> ProfileResult:
     """Profile ``model(*inputs)`` stage by stage.
 
@@ -149,8 +152,15 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
         timed_model: what the warm-up and the timed forwards call instead of ``model``, such as
             ``torch.compile(model)`` (compiled in the warm-up, never timed); the untimed passes
             always run ``model`` eagerly, as their dispatch modes need.
+        train: profile a model in training mode (refused otherwise); its buffers (BatchNorm
+            statistics) are put back after each untimed pass.
         clock: the timer of the timed forwards, in integer nanoseconds (tests pass a fake).
+
+    Every pass sees the same input values: a model that changes its inputs in place gets the
+    original values back after each forward (and :attr:`ProfileResult.notes` says so).
     """
+    check_collectors_argument(collectors)
+    check_mode(model, train)
     check_run_options(warmup, repeats)
     record_payload = "payload" in collectors
     untimed, timing = _passes(collectors)
@@ -164,11 +174,16 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
     forward_ms: list[float] = []
     noise: dict[str, Any] = {}
     timed_forwards: list[list[StageCall]] = []
+    input_guard = InputGuard(inputs)
+    buffer_guard = BufferGuard(model) if train else None
     with torch.inference_mode(), attach_stages(model, attach or {}):
         for index, (name, group) in enumerate(untimed):
             with Session(group, record_payload=record_payload and name == "analysis") as session:
                 with session.forward():
                     outputs.setdefault(name, call_model(model, inputs))
+            input_guard.restore()
+            if buffer_guard is not None:
+                buffer_guard.restore()
             if calls is None:
                 calls, events = session.forwards[0], session.events
             else:
@@ -189,6 +204,7 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
                         forward_ms.append((clock() - start) / 1e6)
                     else:
                         started = clock()  # the time limit counts the timed forwards only
+                    input_guard.restore()
                     outputs.setdefault("timed", result)
                     i += 1
                     if progress:
@@ -203,9 +219,13 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
             timed_forwards = timed.forwards[int(warmup):]
             if calls is None:
                 calls, events = timed_forwards[0], timed.events
-    # a timed forward's output, else the first untimed pass's; the counted one only as a last resort
-    output = outputs[min(outputs, key=lambda name: (name == "counting", name != "timed"))]
+        # a timed forward's output, else the first untimed pass's; never the counted one
+        chosen = min(outputs, key=lambda name: (name == "counting", name != "timed"))
+        output = outputs[chosen] if chosen != "counting" else call_model(model, inputs)
+        input_guard.restore()
+    notes = ["the model changes its inputs in place; every pass was given the original "
+             "values"] if input_guard.mutated else []
     return ProfileResult(
         calls=calls, events=events, timed=timed_forwards, forward_ms=forward_ms,
         stages=aggregate_stages(calls, timed_forwards), output=output,
-        collectors={c.name: c for c in used}, noise=noise)
+        collectors={c.name: c for c in used}, notes=notes, noise=noise)

@@ -48,7 +48,7 @@ def _timed(model: nn.Module) -> ModuleTime:
 
 
 def test_last_call_and_total_per_module_and_no_hooks_left():
-    model = _Net()
+    model = _Net().eval()
     collector = ModuleTime()
     result = profile_model(model, (torch.zeros(2),), collectors=["payload", collector])
     last, total = collector.last_call_seconds, collector.total_seconds
@@ -69,14 +69,14 @@ def test_hooks_removed_when_the_forward_raises():
             self.block(x)
             raise RuntimeError("boom")
 
-    model = Failing()
+    model = Failing().eval()
     with pytest.raises(RuntimeError, match="boom"):
         profile_model(model, (torch.zeros(2),), collectors=["module_time", "cpu_time"])
     assert _hooks(model) == 0
 
 
 def test_times_fill_the_torchstat_column_and_the_module_tree():
-    model = _Net()
+    model = _Net().eval()
     collector = _timed(model)
     with OpCounting(model) as counting:
         model(torch.zeros(2))
@@ -97,7 +97,7 @@ def test_times_fill_the_torchstat_column_and_the_module_tree():
 
 
 def test_the_module_tree_without_times_shows_dashes():
-    model = _Net()
+    model = _Net().eval()
     with OpCounting(model) as counting:
         model(torch.zeros(2))
     table = modules_table(model, counting.modules)

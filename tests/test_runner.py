@@ -23,7 +23,7 @@ class Two(nn.Module):
 
 def test_profile_model_rows_statistics_and_output():
     x = torch.ones(4)
-    result = profile_model(Two(), (x,), collectors=["payload", "tensor_memory", "cpu_time"],
+    result = profile_model(Two().eval(), (x,), collectors=["payload", "tensor_memory", "cpu_time"],
                            warmup=1, repeats=3)
     df = result.stages
     assert list(zip(df.stage, df.call_index)) == [("a", 0), ("b", 0), ("b", 1)]
@@ -54,7 +54,7 @@ def test_statistics_are_computed_over_repeats():
                                               ({"warmup": -1}, "run.warmup must be 0 or more")])
 def test_bad_run_options(options, message):
     with pytest.raises(ProfilingError, match=message):
-        profile_model(Two(), (torch.ones(1),), **options)
+        profile_model(Two().eval(), (torch.ones(1),), **options)
 
 
 class Attention(nn.Module):
@@ -67,9 +67,10 @@ def test_memory_is_measured_apart_from_counting():
     # the counter forces attention onto its math kernel, which materialises the score matrix;
     # the memory measured must be that of the real kernel all the same
     x = torch.rand(1, 1, 2048, 64)
-    alone = profile_model(Attention(), (x,), collectors=["tensor_memory"], warmup=0, repeats=1)
-    both = profile_model(Attention(), (x,), collectors=["tensor_memory", "op_counts"], warmup=0,
-                         repeats=1)
+    alone = profile_model(Attention().eval(), (x,), collectors=["tensor_memory"], warmup=0,
+                          repeats=1)
+    both = profile_model(Attention().eval(), (x,), collectors=["tensor_memory", "op_counts"],
+                         warmup=0, repeats=1)
     assert both.stages.cpu_mem_peak_mb[0] == alone.stages.cpu_mem_peak_mb[0]
     assert both.stages.macs[0] == 2 * 2048 * 2048 * 64
 
@@ -77,8 +78,9 @@ def test_memory_is_measured_apart_from_counting():
 def test_no_dispatch_mode_or_session_outlives_a_run():
     from torch.utils._python_dispatch import is_in_torch_dispatch_mode
     from profiling.stages import active_session, is_counting
-    profile_model(Two(), (torch.ones(4),), collectors=["payload", "tensor_memory", "op_counts",
-                                                        "liveness", "cpu_time"], repeats=1)
+    profile_model(Two().eval(), (torch.ones(4),),
+                  collectors=["payload", "tensor_memory", "op_counts", "liveness", "cpu_time"],
+                  repeats=1)
     assert not is_in_torch_dispatch_mode() and active_session() is None and not is_counting()
 
 
@@ -90,6 +92,6 @@ def test_no_timed_forwards_without_timers():
             calls.append(1)
             return x + 1
 
-    result = profile_model(Counting(), (torch.ones(1),), collectors=["payload", "op_counts"],
-                           warmup=3, repeats=5)
+    result = profile_model(Counting().eval(), (torch.ones(1),),
+                           collectors=["payload", "op_counts"], warmup=3, repeats=5)
     assert len(calls) == 2 and result.forward_ms == [] and result.timed == []

@@ -11,7 +11,6 @@ read by ``profiling.roofline.load_ceilings``.
 
 from __future__ import annotations
 
-import argparse
 import platform
 import time
 from typing import Callable, Optional, Sequence
@@ -19,6 +18,10 @@ from typing import Callable, Optional, Sequence
 import torch
 
 from profiling.roofline import Ceilings, save_ceilings
+
+from .cli import ArgumentParser, run_tool
+from .errors import ConfigError
+from .options import Choice, Integer, ListOf, Nullable, Number, as_checker, check_value
 
 __all__ = ["measure_matmul_flops", "measure_copy_bandwidth", "calibrate", "main"]
 
@@ -66,8 +69,18 @@ def measure_copy_bandwidth(device: torch.device, megabytes: int, seconds: float)
 def calibrate(device: str = "cpu", dtypes: Sequence[str] = ("float32",),
               size: Optional[int] = None, megabytes: Optional[int] = None,
               seconds: float = 2.0) -> Ceilings:
-    """Measure the ceilings of ``device`` for each of ``dtypes``."""
-    target = torch.device(device)
+    """Measure the ceilings of ``device`` for each of ``dtypes``.
+
+    Raises:
+        ConfigError: for a device that cannot be measured (meta, an absent GPU), a dtype that
+            is not a floating-point type, or a size, buffer or time that is not positive and
+            finite.
+    """
+    target = _measurable_device(device)
+    check_value("--dtypes", list(dtypes), ListOf(Choice(_DTYPES)))
+    check_value("--size", size, Nullable(Integer(minimum=1)))
+    check_value("--megabytes", megabytes, Nullable(Integer(minimum=1)))
+    check_value("--seconds", seconds, _SECONDS)
     on_gpu = target.type == "cuda"
     size = size or (8192 if on_gpu else 1024)
     megabytes = megabytes or (1024 if on_gpu else 64)
@@ -82,6 +95,30 @@ def calibrate(device: str = "cpu", dtypes: Sequence[str] = ("float32",),
                     f"matmul {size}x{size}, copy {megabytes} MiB)")
 
 
+_DTYPES = ("float64", "float32", "bfloat16", "float16")
+#: Up to an hour per measurement: a sustained rate, not a soak test.
+_SECONDS = as_checker(lambda v: Number(above=0).ok(v) and v <= 3600,
+                      "a finite number of seconds > 0 and <= 3600")
+
+
+def _measurable_device(device: str) -> torch.device:
+    try:
+        target = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"--device {device!r} is not a device; accepted: cpu, cuda, "
+                          f"cuda:N") from None
+    if target.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda was asked for, but this machine has no CUDA GPU; "
+                          "use --device cpu")
+    if target.type == "cuda" and (target.index or 0) >= torch.cuda.device_count():
+        raise ConfigError(f"--device {device}: this machine has {torch.cuda.device_count()} "
+                          f"CUDA device(s)")
+    if target.type not in ("cpu", "cuda"):
+        raise ConfigError(f"--device {device} cannot be measured (it computes nothing); "
+                          f"accepted: cpu, cuda, cuda:N")
+    return target
+
+
 def _cpu_name() -> str:
     try:
         with open("/proc/cpuinfo") as cpuinfo:
@@ -93,17 +130,16 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def main(argv: Optional[Sequence[str]] = None) -> Ceilings:
-    """Command-line entry point; prints the ceilings and writes them when asked."""
-    parser = argparse.ArgumentParser(prog="python -m zoo.calibrate", description=__doc__.split(
-        "\n\n")[0])
+def _main(argv: Optional[Sequence[str]]) -> Ceilings:
+    parser = ArgumentParser(prog="python -m zoo.calibrate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
                         help="cpu or cuda[:N] (default: cuda when available)")
     parser.add_argument("--dtypes", nargs="+", default=["float32"],
-                        help="matmul data types to measure (float32, bfloat16, float16, ...)")
+                        help=f"matmul data types to measure ({', '.join(_DTYPES)})")
     parser.add_argument("--size", type=int, help="matmul size n (default 1024 CPU, 8192 CUDA)")
     parser.add_argument("--megabytes", type=int, help="copy buffer in MiB (default 64 / 1024)")
-    parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
+    parser.add_argument("--seconds", type=float, default=2.0,
+                        help="time per measurement, > 0 and <= 3600 (default 2)")
     parser.add_argument("--output", help="write the ceilings to this YAML file")
     args = parser.parse_args(argv)
     result = calibrate(args.device, args.dtypes, args.size, args.megabytes, args.seconds)
@@ -117,6 +153,10 @@ def main(argv: Optional[Sequence[str]] = None) -> Ceilings:
         print(f"written to {save_ceilings(result, args.output)}")
     return result
 
+
+def main(argv: Optional[Sequence[str]] = None) -> Ceilings:
+    """Command-line entry point; prints the ceilings and writes them when asked."""
+    return run_tool("zoo.calibrate", lambda: _main(argv))
 
 if __name__ == "__main__":
     main()

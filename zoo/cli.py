@@ -21,7 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, Sequence
 
-from profiling.errors import ProfilingError, failed_stage
+from profiling.errors import ProfilingError, failed_stage, failure_context
 
 from .errors import ConfigError
 
@@ -98,9 +98,10 @@ def describe_failure(error: BaseException) -> tuple[str, int]:
     where = f" in stage '{failed_stage(error)}'" if failed_stage(error) else ""
     if _is_out_of_memory(error):
         tried = _TRIED.search(str(error))
+        context = f" at {failure_context(error)}" if failure_context(error) else ""
         size = f" (tried to allocate {tried.group(1)})" if tried else ""
-        return (f"out of memory{where}{size}; try a smaller input.size or input.batch, or "
-                f"device=meta for shapes and counts"), EXIT_FAILURE
+        return (f"out of memory{where}{context}{size}; try a smaller input.size or "
+                f"input.batch, or device=meta for shapes and counts"), EXIT_FAILURE
     if isinstance(error, OSError) and error.filename is not None:
         return f"cannot write or read {error.filename}: {error.strerror}", EXIT_FAILURE
     text = str(error).strip().splitlines()

@@ -15,13 +15,13 @@ import difflib
 import math
 import typing
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .errors import ConfigError
 
 __all__ = ["Checker", "Boolean", "Integer", "Number", "Text", "Choice",
            "ListOf", "Nullable", "AnyOf", "Anything", "MappingOf", "check_value", "check_config",
-           "checker_for_default", "checker_for_annotation", "suggest", "SCHEMA", "MAX_SEED"]
+           "checker_for_default", "checker_for_annotation", "as_checker", "suggest", "SCHEMA", "MAX_SEED"]
 
 #: The largest seed ``torch.manual_seed`` takes as a signed 64-bit value.
 MAX_SEED = 2 ** 63 - 1
@@ -309,3 +309,18 @@ def check_config(config: Mapping[str, Any], model_defaults: Optional[Mapping[str
                               f"accepted in model: {', '.join(options)}")
         if not key.startswith("_"):
             check_value(f"model.{key}", value, checker_for_default(model_defaults[key]))
+
+
+def as_checker(rule: Callable[[Any], bool], accepts: str) -> Checker:
+    """A checker from a predicate and the words for what it accepts."""
+    checker = _Rule(rule)
+    checker.accepts = accepts
+    return checker
+
+
+class _Rule(Checker):
+    def __init__(self, rule: Callable[[Any], bool]) -> None:
+        self.rule = rule
+
+    def ok(self, value: Any) -> bool:
+        return bool(self.rule(value))

@@ -10,7 +10,6 @@ come with ``plots=true`` in a run.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -21,7 +20,7 @@ from profiling.reports.files import write_files
 from profiling.reports.plots import plot_split_latency, render_plots
 from profiling.reports.runs import read_run
 
-from .cli import fail
+from .cli import ArgumentParser, run_tool
 
 __all__ = ["main", "plot_directory"]
 
@@ -57,24 +56,26 @@ def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[lis
     return write_files(directory, plots), notes
 
 
-def main(argv: Optional[Sequence[str]] = None) -> None:
-    """Entry point of ``python -m zoo.plot``."""
-    parser = argparse.ArgumentParser(prog="python -m zoo.plot",
-                                     description="PNG plots of a run or a split analysis.")
+def _main(argv: Optional[Sequence[str]]) -> None:
+    parser = ArgumentParser(prog="python -m zoo.plot",
+                            description="PNG plots of a run or a split analysis.")
     parser.add_argument("directory", type=Path, help="a run directory or a zoo.split folder")
     parser.add_argument("--ceilings", default=None,
                         help="device ceilings for the roofline: a preset (h100, a100, ...) "
                              "or a YAML file from python -m zoo.calibrate")
     args = parser.parse_args(argv)
-    try:
-        paths, notes = plot_directory(args.directory, args.ceilings)
-    except ProfilingError as error:
-        fail(str(error))
+    if args.ceilings:
+        _ceilings(args.ceilings, explicit=True)  # a bad file or name fails before any work
+    paths, notes = plot_directory(args.directory, args.ceilings)
     for note in notes:
         print(f"note: {note}")
     for path in paths:
         print(path)
 
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    """Entry point of ``python -m zoo.plot``."""
+    run_tool("zoo.plot", lambda: _main(argv))
 
 if __name__ == "__main__":
     main()

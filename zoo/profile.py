@@ -79,6 +79,9 @@ def _main() -> None:
         if problem:
             raise ConfigError(problem)
         _check_output_folders(arguments)
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()  # a config composed before (the checks, a test) is done
     hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="profile")(_job)()
     outcome = sweep_summary.last_sweep
     if outcome is not None and outcome.failed:

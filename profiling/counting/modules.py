@@ -7,7 +7,7 @@ from typing import Any, Callable, Optional
 from torch import nn
 
 from .counts import Counts
-from .registry import tensors_in
+from ..payload import iter_tensors
 
 __all__ = ["ModuleRecord", "ModuleTracker", "parameter_count", "is_leaf"]
 
@@ -51,7 +51,7 @@ class ModuleRecord:
 
 
 def _shapes(value: Any) -> tuple[list[Shape], int]:
-    tensors = tensors_in(value)
+    tensors = list(iter_tensors(value))  # a module's output may hold itself: walk with care
     itemsize = tensors[0].element_size() if tensors else 0
     return [tuple(t.shape) for t in tensors], itemsize
 

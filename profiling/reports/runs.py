@@ -21,10 +21,15 @@ import pandas as pd
 from ..errors import ProfilingError
 
 __all__ = ["RunRecord", "read_run", "find_runs", "collect_runs", "write_failure",
-           "flatten_config", "parse_overrides", "write_table", "forward_median", "ERROR_FILE"]
+           "flatten_config", "parse_overrides", "write_table", "forward_median", "ERROR_FILE",
+           "META_FILE", "STAGES_FILE", "TABLE_FORMATS"]
 
 #: The file a failed run leaves in its directory.
 ERROR_FILE = "error.json"
+#: The files every finished run holds (see :mod:`profiling.reports.run_folder`).
+META_FILE, STAGES_FILE = "meta.json", "stages.csv"
+#: The table formats :func:`write_table` writes, by file extension.
+TABLE_FORMATS = (".csv", ".parquet")
 
 PathLike = Union[str, Path]
 
@@ -93,20 +98,41 @@ def read_run(directory: PathLike) -> RunRecord:
         ProfilingError: when the directory holds neither.
     """
     directory = Path(directory)
-    meta_path, error_path = directory / "meta.json", directory / ERROR_FILE
-    if meta_path.is_file() and (directory / "stages.csv").is_file():
-        meta = json.loads(meta_path.read_text())
+    meta_path, error_path = directory / META_FILE, directory / ERROR_FILE
+    if meta_path.is_file() and (directory / STAGES_FILE).is_file():
+        meta = _read_json(meta_path)
         return RunRecord(directory, "ok", meta.get("config") or {},
                          parse_overrides(meta.get("overrides") or []), "", meta,
-                         pd.read_csv(directory / "stages.csv", keep_default_na=False,
-                                     na_values=[""]))
+                         _read_stages(directory / STAGES_FILE))
     if error_path.is_file():
-        failure = json.loads(error_path.read_text())
+        failure = _read_json(error_path)
         error = f"{failure.get('error_type', 'Error')}: {failure.get('error', '')}"
         return RunRecord(directory, "failed", failure.get("config") or {},
                          parse_overrides(failure.get("overrides") or []), error)
-    raise ProfilingError(f"{directory} is not a run directory: it holds neither meta.json with "
-                         f"stages.csv nor {ERROR_FILE}")
+    raise ProfilingError(f"{directory} is not a run directory: it holds neither {META_FILE} "
+                         f"with {STAGES_FILE} nor {ERROR_FILE}")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ProfilingError(f"{path} is broken ({type(error).__name__}: "
+                             f"{str(error).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ProfilingError(f"{path} is broken: it holds no JSON object")
+    return data
+
+
+def _read_stages(path: Path) -> pd.DataFrame:
+    try:
+        stages = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise ProfilingError(f"{path} is broken ({type(error).__name__}: "
+                             f"{str(error).splitlines()[0]})") from None
+    if "stage" not in stages.columns or stages.empty:
+        raise ProfilingError(f"{path} is broken: it holds no stage rows")
+    return stages
 
 
 def _natural_key(path: Path) -> list:
@@ -116,7 +142,7 @@ def _natural_key(path: Path) -> list:
 def find_runs(root: PathLike) -> list[Path]:
     """The run directories at or below ``root``, in natural order (``2_x`` before ``10_x``)."""
     root = Path(root)
-    found = {p.parent for name in ("meta.json", ERROR_FILE) for p in root.rglob(name)}
+    found = {p.parent for name in (META_FILE, ERROR_FILE) for p in root.rglob(name)}
     return sorted(found, key=lambda p: _natural_key(p.relative_to(root)))
 
 
@@ -155,16 +181,27 @@ def forward_median(meta: Mapping[str, Any]) -> Optional[float]:
     return float(pd.Series(times, dtype=float).median()) if len(times) else None
 
 
-def collect_runs(directories: Iterable[PathLike], root: Optional[PathLike] = None
-                 ) -> pd.DataFrame:
+def collect_runs(directories: Iterable[PathLike], root: Optional[PathLike] = None, *,
+                 broken: Optional[list[str]] = None) -> pd.DataFrame:
     """One table of every stage call of every run, failed runs as one row with their error.
 
     Columns: ``run`` (the directory, relative to ``root`` when given), ``status``, ``error``,
     then the runs' options (the overrides they were started with; when none was recorded, the
     config keys whose values differ between the runs), ``model``, ``device``, ``device_name``,
     ``parameters``, ``forward_ms_median``, and the columns of ``stages.csv``.
+
+    Args:
+        broken: when given, a directory whose files cannot be read is left out and its problem
+            appended here (one line each); otherwise it raises :class:`ProfilingError`.
     """
-    records = [read_run(d) for d in directories]
+    records = []
+    for directory in directories:
+        try:
+            records.append(read_run(directory))
+        except ProfilingError as error:
+            if broken is None:
+                raise
+            broken.append(str(error))
     options = _option_columns(records)
     frames = []
     for record in records:
@@ -194,8 +231,13 @@ def collect_runs(directories: Iterable[PathLike], root: Optional[PathLike] = Non
 def write_table(table: pd.DataFrame, path: PathLike) -> Path:
     """Write ``table`` as CSV, or as parquet when ``path`` ends in ``.parquet``."""
     path = Path(path)
+    if path.suffix.lower() not in TABLE_FORMATS:
+        raise ProfilingError(f"cannot write a table as {path.name}: accepted extensions are "
+                             f"{', '.join(TABLE_FORMATS)}")
+    if path.is_dir():
+        raise ProfilingError(f"{path} is a folder; give a file name ending in .csv or .parquet")
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".parquet":
+    if path.suffix.lower() == ".parquet":
         try:
             table.to_parquet(path, index=False)
         except ImportError as error:

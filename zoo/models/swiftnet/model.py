@@ -57,6 +57,10 @@ class SwiftNet(ZooModel):
         check_minimum(1, in_channels=in_channels, num_classes=num_classes,
                       num_features=num_features, upsample_kernel=upsample_kernel,
                       spp_grids=spp_grids)
+        if num_features < len(spp_grids):  # each SPP level gets num_features // levels
+            raise ConfigError(f"num_features={num_features} is not accepted with "
+                              f"{len(spp_grids)} spp_grids; accepted: an integer >= "
+                              f"{len(spp_grids)}, so that every pyramid level has a channel")
         self.in_channels = in_channels
         self.register_buffer("img_mean", _channel_stats(img_mean, OFFICIAL_MEAN, in_channels,
                                                         "img_mean"))
