@@ -173,9 +173,9 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
         for note in notes:
             print(f"note: {note}")
         counter = result.collectors.get("op_counts")
-        if counter is not None and counter.coverage:
-            print(f"note: no FLOP formula for {len(counter.coverage)} operator(s), listed in "
-                  f"meta.json under uncounted_ops: {', '.join(sorted(counter.coverage))}")
+        if counter is not None and counter.uncounted:
+            print(f"note: no FLOP formula for {len(counter.uncounted)} operator(s), listed in "
+                  f"meta.json under uncounted_ops: {', '.join(sorted(counter.uncounted))}")
         print(f"run directory: {Path(run_dir).resolve()}")
         if noise_line(result.noise):
             print(noise_line(result.noise))
@@ -195,7 +195,7 @@ def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
     extra: dict[str, Any] = {}
     counter = result.collectors.get("op_counts")
     if counter is not None:
-        extra["uncounted_ops"] = counter.coverage
+        extra["uncounted_ops"] = counter.uncounted
         extra["totals"] = counter.total.as_dict()
         if ceilings is not None:
             extra["roofline"] = {"ceilings": _ceilings_reference(cfg, ceilings),
