@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -62,3 +64,71 @@ def test_config_differences_name_the_changed_keys():
     a = {"model": {"name": "gmflow", "in_channels": 3}, "input": {"size": [8, 8]}}
     b = {"model": {"name": "gmflow", "in_channels": 1}, "input": {"size": [8, 8]}}
     assert config_differences(a, b) == {"model.in_channels": (3, 1)}
+
+
+def _run_folder(root, name, times_ms: dict, forward_ms: list, noise=None):
+    """A run directory with stages.csv, times.csv and meta.json from synthetic repeats."""
+    from profiling.reports.runs import read_run
+    from profiling.statistics import median_interval
+
+    folder = root / name
+    folder.mkdir()
+    rows, repeats = [], []
+    for order, (stage_name, values) in enumerate(times_ms.items()):
+        low, high = median_interval(values)
+        rows.append({"stage": stage_name, "call_index": 0, "kind": "stage", "depth": 0,
+                     "order": order, "out_bytes": 1000 * (order + 1),
+                     "cpu_time_ms_median": float(pd.Series(values).median()),
+                     "cpu_time_ms_median_ci95_low": low, "cpu_time_ms_median_ci95_high": high})
+        repeats += [{"stage": stage_name, "call_index": 0, "repeat": i, "cpu_time_ms": v}
+                    for i, v in enumerate(values)]
+    pd.DataFrame(rows).to_csv(folder / "stages.csv", index=False)
+    pd.DataFrame(repeats).to_csv(folder / "times.csv", index=False)
+    (folder / "meta.json").write_text(json.dumps(
+        {"config": {"model": {"name": name}}, "forward_ms": forward_ms, "parameters": 10,
+         "noise": noise or {}}))
+    return read_run(folder)
+
+
+def test_significance_per_stage_and_forward_from_the_raw_repeats(tmp_path):
+    from profiling.reports.compare import FORWARD, compare_runs, format_comparison
+
+    steady = [10.0, 10.2, 9.8, 10.1, 9.9, 10.0, 10.3, 9.7]
+    a = _run_folder(tmp_path, "a", {"encoder": steady, "head": [2.0] * 8},
+                    [20.0] * 8, {"forward_cv": 0.01, "load_average_before": [0.5, 0.5, 0.5],
+                                 "cores": 2, "repeats": 8})
+    b = _run_folder(tmp_path, "b", {"encoder": list(reversed(steady)),
+                                    "head": [2.6] * 8}, [18.0] * 8)
+    table = compare_runs(a, b).set_index("stage")
+    # the same values in another order: ratio 1, never significant
+    assert table.loc["encoder", "time_ratio"] == 1.0
+    assert not table.loc["encoder", "significant"]
+    assert table.loc["encoder", "time_ratio_ci95_low"] < 1.0 < \
+        table.loc["encoder", "time_ratio_ci95_high"]
+    # constant 2.0 against constant 2.6: every resample gives 1.3
+    assert tuple(table.loc["head", ["time_ratio", "time_ratio_ci95_low",
+                                    "time_ratio_ci95_high"]]) == pytest.approx((1.3,) * 3)
+    assert table.loc["head", "significant"]
+    assert table.loc[FORWARD, "time_ratio"] == 0.9 and table.loc[FORWARD, "significant"]
+    assert table.loc[FORWARD, "cpu_time_ms_median_a"] == 20.0
+    # payload is exact: a ratio, no interval
+    assert table.loc["head", "out_bytes_ratio"] == 1.0
+    lines = format_comparison(compare_runs(a, b), a, b).splitlines()
+    assert "noise A: forward CV 1.0%, load 0.50 on 2 cores, 8 repeats" in lines
+    assert "noise B: noise not recorded" in lines
+    assert "forward median (ms): 20.000 -> 18.000 -10.0% *, 95% CI -10..-10%" in lines
+    head = next(line for line in lines if line.startswith("head"))
+    assert head.split()[:6] == ["head", "2.000", "2.600", "+30.0%", "*", "+30..+30%"]
+    encoder = next(line for line in lines if line.startswith("encoder"))
+    assert encoder.split()[3] == "(+0.0%)"
+
+
+def test_a_small_change_is_not_significant_below_the_minimum(tmp_path):
+    from profiling.reports.compare import compare_runs
+
+    a = _run_folder(tmp_path, "a", {"x": [10.0] * 6}, [10.0] * 6)
+    b = _run_folder(tmp_path, "b", {"x": [10.3] * 6}, [10.3] * 6)
+    table = compare_runs(a, b).set_index("stage")
+    assert table.loc["x", "time_ratio"] == pytest.approx(1.03)
+    assert not table.loc["x", "significant"]  # excludes 1, but 3% < 5%
+    assert compare_runs(a, b, min_change=0.02).set_index("stage").loc["x", "significant"]

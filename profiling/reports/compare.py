@@ -1,4 +1,13 @@
-"""Stage-by-stage comparison of two runs (``python -m zoo.compare RUN_A RUN_B``)."""
+"""Stage-by-stage comparison of two runs (``python -m zoo.compare RUN_A RUN_B``).
+
+Counts and bytes are exact: their difference and ratio need no interval. Times are not: for
+each stage call and for the whole forward, :func:`compare_runs` adds the ratio B/A of the
+median times with its 95% interval, a percentile bootstrap of the ratio of medians over the two
+runs' repeats (``times.csv`` and ``meta.json``'s ``forward_ms``; seeded, so the same runs give
+the same interval), and ``significant``: the interval excludes 1 and the change is at least
+``min_change`` (default 5%, below the drift between two runs of one configuration on a shared
+machine; see ``docs/statistics.md``).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +17,19 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import pandas as pd
 
+from ..noise import unreliable_reasons
+from ..statistics import RATIO_CI_METHOD, is_significant, ratio_interval
+from .repeats import read_times
 from .runs import RunRecord, flatten_config, forward_median
 
-__all__ = ["COMPARED_METRICS", "compare_stages", "config_differences", "format_comparison"]
+__all__ = ["COMPARED_METRICS", "compare_stages", "compare_runs", "add_significance",
+           "forward_comparison", "config_differences", "format_comparison", "MIN_CHANGE",
+           "FORWARD"]
+
+#: The smallest change of a time that :func:`compare_runs` calls significant (relative).
+MIN_CHANGE = 0.05
+#: The ``stage`` of the whole forward's row in :func:`compare_runs`'s table.
+FORWARD = "(forward)"
 
 #: The stage metrics compared, where at least one of the runs has them.
 COMPARED_METRICS = ("cpu_time_ms_median", "cuda_time_ms_median", "cpu_mem_peak_mb",
@@ -64,43 +83,170 @@ def _change(first: float, second: float) -> str:
     return f"{(second / first - 1) * 100:+.1f}%"
 
 
+def _time_change(row: pd.Series, metric: str, color: bool) -> tuple[str, str]:
+    """The time's change and its interval, marked ``*`` when significant and put in
+    parentheses (dimmed on a terminal) when within the noise."""
+    change = _change(row[f"{metric}_a"], row[f"{metric}_b"])
+    low, high = row.get("time_ratio_ci95_low", np.nan), row.get("time_ratio_ci95_high", np.nan)
+    if change == "-" or pd.isna(low) or pd.isna(high):
+        return change, "-"
+    interval = f"{(low - 1) * 100:+.0f}..{(high - 1) * 100:+.0f}%"
+    if row.get("significant"):
+        return f"{change} *", interval
+    quiet = f"({change})"
+    return (f"\033[2m{quiet}\033[0m" if color else quiet), interval
+
+
 def format_comparison(table: pd.DataFrame, a: RunRecord, b: RunRecord, *,
-                      max_depth: int = 1) -> str:
+                      max_depth: int = 1, min_change: float = MIN_CHANGE,
+                      color: bool = False) -> str:
     """A terminal table of the main metrics down to ``max_depth``, under a header of totals.
 
-    The header names the config keys that differ and compares the parameters and the whole
-    forward's median time.
+    The header names the config keys that differ, each run's noise, and compares the
+    parameters and the whole forward's median time. A time change is marked ``*`` when
+    significant (:func:`compare_runs`) and shown in parentheses otherwise (dimmed when
+    ``color``); payload, memory peak and FLOPs are exact and shown as they are.
     """
     lines = [f"A: {a.directory}", f"B: {b.directory}"]
     for key, (first, second) in config_differences(a.config, b.config).items():
         if not key.startswith(("hydra", "summary", "plots", "trace")):
             lines.append(f"  {key}: {first} -> {second}")
-    totals = [("parameters", a.meta.get("parameters"), b.meta.get("parameters")),
-              ("forward median (ms)", forward_median(a.meta), forward_median(b.meta))]
-    for name, first, second in totals:
-        if first is not None or second is not None:
-            change = _change(first or np.nan, second or np.nan)
-            lines.append(f"{name}: {first} -> {second} ({change})")
+    lines += [f"noise A: {noise_summary(a.meta)}", f"noise B: {noise_summary(b.meta)}"]
+    first, second = a.meta.get("parameters"), b.meta.get("parameters")
+    if first is not None or second is not None:
+        lines.append(f"parameters: {first} -> {second} "
+                     f"({_change(first or np.nan, second or np.nan)})")
+    forward = table[table["stage"] == FORWARD] if "stage" in table else table.iloc[:0]
+    stages = table[(table["stage"] != FORWARD) & (table["depth"].fillna(0) <= max_depth)]
+    time = _first(stages, "cuda_time_ms_median", "cpu_time_ms_median")
+    lines.append(_forward_line(forward, a, b, time, color))
     blocks = [(label, metric, scale) for label, metric, scale in (
-        ("time ms", _first(table, "cuda_time_ms_median", "cpu_time_ms_median"), 1.0),
-        ("out MB", "out_bytes", 1e-6),
+        ("time ms", time, 1.0), ("out MB", "out_bytes", 1e-6),
         ("peak MB", _first(table, "cuda_mem_peak_mb", "cpu_mem_peak_mb"), 1.0),
         ("GFLOPs", "flops" if "flops_a" in table else None, 1e-9)) if metric]
-    header = f"{'stage':<46}" + "".join(f"{label + ' A':>12}{label + ' B':>12}{'change':>10}"
-                                        for label, _, _ in blocks)
+    header = f"{'stage':<46}" + "".join(
+        f"{label + ' A':>12}{label + ' B':>12}{'change':>12}"
+        + (f"{'95% CI':>15}" if metric == time else "") for label, metric, _ in blocks)
     lines += ["", header]
-    for _, row in table[table["depth"].fillna(0) <= max_depth].iterrows():
+    for _, row in stages.iterrows():
         label = ("  " * int(row["depth"] if pd.notna(row["depth"]) else 0) + str(row["stage"])
                  + (f"[{int(row['call_index'])}]" if row["call_index"] else ""))[:45]
         line = f"{label:<46}"
         for _, metric, scale in blocks:
             first, second = row[f"{metric}_a"], row[f"{metric}_b"]
-            line += (f"{_cell(first, scale):>12}{_cell(second, scale):>12}"
-                     f"{_change(first, second):>10}")
+            line += f"{_cell(first, scale):>12}{_cell(second, scale):>12}"
+            if metric == time:
+                change, interval = _time_change(row, metric, color)
+                pad = len(change) - len(_strip_color(change))
+                line += f"{change:>{12 + pad}}{interval:>15}"
+            else:
+                line += f"{_change(first, second):>12}"
         lines.append(line)
+    lines.append(f"(* significant: the {RATIO_CI_METHOD} B/A excludes 1 and the change is at "
+                 f"least {min_change:.0%}; a change in parentheses is within the noise. "
+                 f"Payload, memory peaks and GFLOPs are exact; MB: 1e6 bytes)")
     return "\n".join(lines)
+
+
+def _strip_color(text: str) -> str:
+    return text.replace("\033[2m", "").replace("\033[0m", "")
+
+
+def _forward_line(forward: pd.DataFrame, a: RunRecord, b: RunRecord, time: Optional[str],
+                  color: bool) -> str:
+    first, second = forward_median(a.meta), forward_median(b.meta)
+    if first is None and second is None:
+        return "forward median (ms): not timed"
+    text = f"forward median (ms): {_cell(first)} -> {_cell(second)}"
+    if forward.empty or time is None:
+        return f"{text} ({_change(first or np.nan, second or np.nan)})"
+    change, interval = _time_change(forward.iloc[0], time, color)
+    return f"{text} {change}, 95% CI {interval}"
 
 
 def _first(table: pd.DataFrame, *metrics: str) -> Optional[str]:
     return next((m for m in metrics if f"{m}_a" in table and
                  (table[f"{m}_a"].notna().any() or table[f"{m}_b"].notna().any())), None)
+
+
+def _time_metric(a: pd.DataFrame, b: pd.DataFrame) -> Optional[str]:
+    """The repeated time both tables have: CUDA time where measured, else CPU time."""
+    return next((m for m in ("cuda_time_ms", "cpu_time_ms")
+                 if f"{m}_median" in a and f"{m}_median" in b), None)
+
+
+def _interval_columns(rows: list[tuple[float, float, float]], min_change: float
+                      ) -> dict[str, list]:
+    return {"time_ratio": [r[0] for r in rows], "time_ratio_ci95_low": [r[1] for r in rows],
+            "time_ratio_ci95_high": [r[2] for r in rows],
+            "significant": [is_significant(low, high, ratio, min_change)
+                            for ratio, low, high in rows]}
+
+
+def add_significance(table: pd.DataFrame, times_a: Optional[pd.DataFrame],
+                     times_b: Optional[pd.DataFrame], metric: str, *,
+                     min_change: float = MIN_CHANGE, seed: int = 0) -> pd.DataFrame:
+    """``table`` (of :func:`compare_stages`) with the time's ratio, its interval and
+    ``significant`` per stage call, from the two runs' raw repeats of ``metric``.
+
+    Columns ``time_ratio`` (median B / median A), ``time_ratio_ci95_low``/``_high``
+    (:func:`profiling.statistics.ratio_interval`, ``seed`` fixed) and ``significant``
+    (:func:`profiling.statistics.is_significant`); NaN and ``False`` where either run has no
+    repeats of that stage call.
+    """
+    empty = pd.DataFrame(columns=["stage", "call_index", "repeat", metric])
+    groups = [(t if t is not None and metric in t else empty).groupby(
+        ["stage", "call_index"])[metric] for t in (times_a, times_b)]
+    samples = [{key: values.to_numpy(float) for key, values in group} for group in groups]
+    rows = [ratio_interval(samples[0][key], samples[1][key], seed=seed)
+            if key in samples[0] and key in samples[1] else (np.nan, np.nan, np.nan)
+            for key in zip(table["stage"], table["call_index"].astype(int))]
+    extra = pd.DataFrame(_interval_columns(rows, min_change), index=table.index)
+    return pd.concat([table, extra], axis=1)
+
+
+def forward_comparison(a: Mapping[str, Any], b: Mapping[str, Any], *,
+                       column: str = "forward_ms_median", min_change: float = MIN_CHANGE,
+                       seed: int = 0) -> dict[str, Any]:
+    """The whole forward of two runs (their ``meta.json``'s host times ``forward_ms``):
+    medians as ``{column}_a``/``_b``, their difference and ratio, the ratio's interval and
+    ``significant``, as one row of :func:`compare_runs`'s table."""
+    first, second = (np.asarray(m.get("forward_ms") or [], dtype=float) for m in (a, b))
+    ratio = ratio_interval(first, second, seed=seed)
+    medians = [float(np.median(x)) if len(x) else np.nan for x in (first, second)]
+    row = {"stage": FORWARD, "call_index": 0, "kind": "forward", "depth": 0,
+           "present": "both", f"{column}_a": medians[0], f"{column}_b": medians[1],
+           f"{column}_diff": medians[1] - medians[0], f"{column}_ratio": ratio[0]}
+    row.update({k: v[0] for k, v in _interval_columns([ratio], min_change).items()})
+    return row
+
+
+def compare_runs(a: RunRecord, b: RunRecord, *, min_change: float = MIN_CHANGE,
+                 seed: int = 0) -> pd.DataFrame:
+    """Every stage call of two runs compared (:func:`compare_stages`), with the significance
+    of each time change (:func:`add_significance`) and the whole forward as a first row
+    (``stage`` :data:`FORWARD`, its time the host time of the whole forward)."""
+    table = compare_stages(a.stages, b.stages)
+    metric = _time_metric(a.stages, b.stages)
+    if metric is None:
+        return table
+    table = add_significance(table, read_times(a.directory), read_times(b.directory), metric,
+                             min_change=min_change, seed=seed)
+    forward = pd.DataFrame([forward_comparison(a.meta, b.meta, column=f"{metric}_median",
+                                               min_change=min_change, seed=seed)])
+    return pd.concat([forward, table], ignore_index=True)
+
+
+def noise_summary(meta: Mapping[str, Any]) -> str:
+    """One run's noise in a few words: forward CV, load average and cores, and a warning."""
+    noise = meta.get("noise") or {}
+    if not noise:
+        return "noise not recorded"
+    cv = noise.get("forward_cv")
+    load = noise.get("load_average_before") or [None]
+    words = [f"forward CV {cv:.1%}" if cv is not None else "forward CV -",
+             f"load {load[0]:.2f} on {noise.get('cores')} cores" if load[0] is not None
+             else "load -", f"{noise.get('repeats')} repeats"]
+    if unreliable_reasons(noise):
+        words.append("UNRELIABLE")
+    return ", ".join(words)
