@@ -170,10 +170,18 @@ def test_min_cut_and_front_marks():
 def test_compression_runs_once_per_storage_in_a_pool():
     from profiling.encodings import compressed_sizes
 
-    data = torch.arange(1 << 22, dtype=torch.int32).view(torch.uint8)  # 16 MiB
+    data = torch.arange(1 << 21, dtype=torch.int32).view(torch.uint8)  # 8 MiB (+ 4: a pool)
     whole = (np.array([0]), np.array([data.numel()]))
     half = (np.array([0]), np.array([data.numel() // 2]))
     sizes = compressed_sizes([(data, whole, torch.int32), (data, half, torch.int32)],
                              ["zlib"], workers=2)
     assert sizes[0]["zlib"] == len(zlib.compress(data.numpy().tobytes(), 6))
     assert sizes[1]["zlib"] == len(zlib.compress(data[: data.numel() // 2].numpy().tobytes(), 6))
+
+
+def test_zstd_when_zstandard_is_installed():
+    zstandard = pytest.importorskip("zstandard")
+    x = torch.arange(64.0).reshape(1, 32, 2)
+    table = cut_table(analyse_cuts(PadThenSlice(), (x,), codecs=("zstd",)))
+    expected = len(zstandard.ZstdCompressor(level=3).compress((x * 2).numpy().tobytes()))
+    assert table.set_index("cut").loc["attend", "zstd_bytes"] == expected
