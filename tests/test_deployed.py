@@ -1,0 +1,148 @@
+"""As deployed: run.dtype, run.channels_last and run.autocast on every zoo model, at small sizes.
+
+Tolerances (relative L2 error of every floating output tensor against the float32 run, random
+weights, the sizes below) are those of docs/deployed.md:
+
+- bfloat16 (8 significant bits): 2e-2 for the outputs of SwiftNet, Swin-UNet and ResNet-18 and
+  for Faster R-CNN's FPN features (its detections pass NMS and a score threshold, which a
+  rounding can flip); 2e-1 for GMFlow's transformer features and encoder skips (the refining
+  scale's features see image 1 warped by the coarse flow). GMFlow's flows
+  are not compared: with random weights the global matching's softmax is close to an argmax over
+  weakly contrasted features, and the features' few-percent error moves matches by whole
+  pixels (30 to 60 % relative error of the flow at these sizes).
+- channels-last: 1e-5 (float32 round-off of another summation order); 1e-3 for GMFlow's flows,
+  whose matching amplifies the round-off as it amplifies bfloat16's.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+import torch
+from torch.utils._pytree import tree_leaves
+
+from profiling.payload import iter_leaves
+from profiling.runner import profile_model
+from zoo.app import prepare
+from zoo.cli import compose_config
+
+#: Each model at a small size: the overrides of its runs.
+CASES = {
+    "faster_rcnn": ["model.min_size=96", "model.max_size=96", "input.size=[96,96]",
+                    "model.rpn_post_nms_top_n_test=10"],
+    "gmflow": ["input.size=[64,64]"],
+    "gmflow_refine": ["input.size=[64,64]"],
+    "gmflow_unet": ["input.size=[64,64]"],
+    "swiftnet": ["input.size=[64,64]"],
+    "swin_unet": ["input.size=[64,64]", "model.img_size=64"],
+    "torchvision": ["model.arch=resnet18", "input.size=[64,64]"],
+    "timm": ["model.arch=resnet18", "input.size=[64,64]"],
+}
+MODELS = list(CASES)
+GMFLOW = ("gmflow", "gmflow_refine", "gmflow_unet")
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def name(request) -> str:
+    """The model under test; module-scoped, so pytest runs each model's tests together and
+    the cache below holds its three runs."""
+    return request.param
+
+
+@lru_cache(maxsize=3)
+def _run(name: str, *extra: str):  # noqa: F811  (not the fixture)
+    """The model, inputs and untimed profile (payload and counts) of ``name`` with ``extra``."""
+    cfg = compose_config([f"model={name}", *CASES[name], *extra])
+    model, inputs, attach, _ = prepare(cfg, torch.device("cpu"))
+    result = profile_model(model, inputs, collectors=["payload", "op_counts"], attach=attach)
+    return model, inputs, result
+
+
+def _compared_output(name: str, model: torch.nn.Module, inputs: tuple, result) -> object:
+    """What the bfloat16 test compares: the output; Faster R-CNN's FPN features; GMFlow's
+    transformer features and encoder skips (see the module's docstring)."""
+    with torch.inference_mode():
+        if name == "faster_rcnn":
+            return model.backbone(model.transform(*inputs)[0].tensors)
+        if name in GMFLOW:
+            prediction = model.predict(*inputs)
+            return prediction.feature0, prediction.skips
+    return result.output
+
+
+def relative_error(value, reference) -> float:
+    """``|value - reference| / |reference|`` over every floating tensor (L2 norms)."""
+    pairs = [(v.double(), r.double()) for v, r in zip(tree_leaves(value), tree_leaves(reference))
+             if isinstance(r, torch.Tensor) and r.is_floating_point()]
+    assert pairs and all(v.shape == r.shape for v, r in pairs)
+    difference = sum(((v - r) ** 2).sum() for v, r in pairs) ** 0.5
+    return float(difference / sum((r ** 2).sum() for _, r in pairs) ** 0.5)
+
+
+@pytest.mark.slow
+def test_bfloat16_output_agrees_with_float32(name):
+    reference = _compared_output(name, *_run(name))
+    model, inputs, result = _run(name, "run.dtype=bfloat16")
+    assert next(model.parameters()).dtype == torch.bfloat16
+    output = _compared_output(name, model, inputs, result)
+    assert {t.dtype for t in tree_leaves(output) if isinstance(t, torch.Tensor)} == {
+        torch.bfloat16}
+    assert relative_error(output, reference) < (2e-1 if name in GMFLOW else 2e-2)
+    flows = [t.dtype for t in tree_leaves(result.output) if isinstance(t, torch.Tensor)]
+    if name in GMFLOW:  # the flow path is one of GMFlow's float32 parts
+        assert set(flows) == {torch.float32}
+
+
+@pytest.mark.slow
+def test_bfloat16_payload_is_exactly_half_outside_the_float32_parts(name):
+    model, _, result = _run(name, "run.dtype=bfloat16")
+    _, _, reference = _run(name)
+    kept = model.float32_parts()
+    assert len(result.calls) == len(reference.calls)
+    halved = 0
+    for call, full in zip(result.calls, reference.calls):
+        assert call.key == full.key
+        if call.name in kept:
+            continue
+        for node, full_node in ((call.inputs, full.inputs), (call.outputs, full.outputs)):
+            leaves, full_leaves = list(iter_leaves(node)), list(iter_leaves(full_node))
+            assert [path for path, _ in leaves] == [path for path, _ in full_leaves]
+            for (_, leaf), (_, full_leaf) in zip(leaves, full_leaves):
+                assert leaf.shape == full_leaf.shape
+                if full_leaf.dtype == torch.float32:
+                    assert (leaf.dtype, 2 * leaf.nbytes) == (torch.bfloat16, full_leaf.nbytes)
+                    halved += 1
+                else:
+                    assert (leaf.dtype, leaf.nbytes) == (full_leaf.dtype, full_leaf.nbytes)
+    assert halved >= len(reference.calls) - len(kept)
+
+
+@pytest.mark.slow
+def test_counts_do_not_change_with_the_type_or_the_layout(name):
+    model, _, reference = _run(name)
+    columns = ["stage", "macs", "flops", "activations"]
+    # Faster R-CNN's proposal filtering (a float32 part) keeps as many boxes for NMS as the
+    # scores let through, which rounding in the head before it can change by a few
+    data_dependent = reference.stages["stage"].isin(
+        ["rpn_anchor_generator"] if name == "faster_rcnn" else [])
+    expected = reference.stages.loc[~data_dependent, columns].fillna(-1)
+    assert expected["flops"].sum() > 0
+    for extra in ("run.dtype=bfloat16", "run.channels_last=true"):
+        _, _, result = _run(name, extra)
+        assert result.stages.loc[~data_dependent, columns].fillna(-1).equals(expected), extra
+
+
+@pytest.mark.slow
+def test_channels_last_outputs_equal_contiguous_ones(name):
+    model, inputs, contiguous = _run(name)
+    reference = (_compared_output(name, model, inputs, contiguous) if name == "faster_rcnn"
+                 else contiguous.output)
+    model, inputs, result = _run(name, "run.channels_last=true")
+    assert all(t.is_contiguous(memory_format=torch.channels_last)
+               for t in tree_leaves(inputs) if isinstance(t, torch.Tensor) and t.dim() == 4)
+    assert result.stages["in_bytes"].equals(contiguous.stages["in_bytes"])
+    assert result.stages["out_bytes"].equals(contiguous.stages["out_bytes"])
+    assert relative_error(result.output if name != "faster_rcnn" else
+                          _compared_output(name, model, inputs, result),
+                          reference) < (1e-3 if name in GMFLOW else 1e-5)
