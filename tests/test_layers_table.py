@@ -89,6 +89,14 @@ def test_text_has_torchstats_layout_and_footer(table):
     assert lines[8] == "Total params: 437"
     assert lines[9] == "-" * len(lines[0])
     assert lines[12] == "Total Flops: 16.13KFlops"  # 14,336 + 512 + 512 + 128 + 640
+    assert lines[14] == "-" * len(lines[0])
+    assert lines[15].startswith("Conventions (torchstat's): memory(MB) and Total memory are MiB")
+    assert len(lines) == 16
+    with_totals = render_layers_text(frame, {"macs": 7_000_000, "flops": 16_130_000_000})
+    assert with_totals.splitlines()[16] == (
+        "Dispatcher totals (every operator; modules.txt, stages.csv, meta.json): 0.007 GMACs, "
+        "16.13 GFLOPs (1e9; FLOPs: 2 per MAC plus every other floating-point operation; for "
+        "convolutions and linear layers torchstat's Flops are close to these MACs).")
 
 
 def test_durations_become_percentages(table, tmp_path):
@@ -175,7 +183,7 @@ def test_swiftnet_4ch_reproduces_the_seed_table():
     assert [round(total[c], 2) if c == "memory(MB)" else total[c] for c in columns] == \
         expected_total
     assert total["MemR+W(B)"] == pytest.approx(_number(seed_total[8]), rel=1e-6)
-    footer = render_layers_text(frame).splitlines()[-6:]
-    assert footer[0] == "Total params: 11,789,377"
-    assert footer[2:] == ["Total memory: 528.80MB", "Total MAdd: 105.03GMAdd",
-                          "Total Flops: 52.62GFlops", "Total MemR+W: 1.12GB"]
+    text = render_layers_text(frame).splitlines()
+    footer = text[text.index("Total params: 11,789,377"):]
+    assert footer[2:6] == ["Total memory: 528.80MB", "Total MAdd: 105.03GMAdd",
+                           "Total Flops: 52.62GFlops", "Total MemR+W: 1.12GB"]

@@ -224,7 +224,8 @@ def _count_tables(model: torch.nn.Module, result: ProfileResult) -> dict[str, An
     module_time = result.collectors.get("module_time")
     last_call, total = ((module_time.last_call_seconds, module_time.total_seconds)
                         if module_time is not None else (None, None))
-    return {**layers_files(layers_table(model, counter.modules, last_call)),
+    return {**layers_files(layers_table(model, counter.modules, last_call),
+                           counter.total.as_dict()),
             **modules_files(model, counter.modules, seconds=total)}
 
 

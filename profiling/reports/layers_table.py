@@ -7,7 +7,10 @@ memory(MB) (the output of one sample, in MiB), MAdd, Flops, MemRead(B), MemWrite
 duration[%], MemR+W(B). As in torchstat, a module called several times is reported by its last
 call, and the ``total`` row sums every column except MemRead(B) and MemWrite(B), which repeat
 the last layer's values (torchstat's report does so; MemR+W(B) holds the true sum). The text
-file is torchstat's printout: the table, then its footer of totals.
+file is torchstat's printout: the table, then its footer of totals, then two lines that name
+those conventions (memory in MiB; torchstat's formulas over leaf layers) and give the
+dispatcher's totals of the same forward (every operator, the convention of ``modules.txt``,
+``stages.csv`` and ``meta.json``), since the two ``Flops`` differ.
 
 Unlike torchstat, it works on any model (several inputs, detection models, CUDA, meta
 tensors): the shapes and counts come from the operation counter's module records, and layer
@@ -99,8 +102,24 @@ def _round_value(value: float, binary: bool = False) -> str:
     return str(value)
 
 
-def render_layers_text(table: pd.DataFrame) -> str:
-    """torchstat's printout of :func:`layers_table`'s result: the table, then the totals."""
+def _conventions(dispatcher: Optional[Mapping[str, int]]) -> list[str]:
+    lines = ["Conventions (torchstat's): memory(MB) and Total memory are MiB (2^20 bytes) of one "
+             "sample's outputs; MAdd and Flops are torchstat's formulas for its leaf layer "
+             "types (K, M, G: 1e3, 1e6, 1e9; MemR+W: steps of 1024)."]
+    if dispatcher is not None:
+        lines.append(f"Dispatcher totals (every operator; modules.txt, stages.csv, meta.json): "
+                     f"{dispatcher['macs'] / 1e9:.4g} GMACs, {dispatcher['flops'] / 1e9:.4g} "
+                     f"GFLOPs (1e9; FLOPs: 2 per MAC plus every other floating-point "
+                     f"operation; for convolutions and linear layers torchstat's Flops are "
+                     f"close to these MACs).")
+    return lines
+
+
+def render_layers_text(table: pd.DataFrame, dispatcher: Optional[Mapping[str, int]] = None
+                       ) -> str:
+    """torchstat's printout of :func:`layers_table`'s result: the table, then the totals, then
+    the conventions and, when given, the ``dispatcher``'s totals (``{"macs", "flops"}`` of
+    :meth:`~profiling.counting.counts.Counts.as_dict`)."""
     layers, total = table.iloc[:-1], table.iloc[-1]
     shown = table.copy()
     shown.index = [*range(len(layers)), "total"]
@@ -123,11 +142,15 @@ def render_layers_text(table: pd.DataFrame) -> str:
         f"Total MAdd: {_round_value(total['MAdd'])}MAdd",
         f"Total Flops: {_round_value(total['Flops'])}Flops",
         f"Total MemR+W: {_round_value(total['MemR+W(B)'], True)}B",
+        "-" * width,
+        *_conventions(dispatcher),
         "",
     ])
 
 
-def layers_files(table: pd.DataFrame) -> dict[str, Any]:
+def layers_files(table: pd.DataFrame, dispatcher: Optional[Mapping[str, int]] = None
+                 ) -> dict[str, Any]:
     """``{"layers.csv": numbers, "layers.txt": torchstat's printout}`` for
-    :func:`~profiling.reports.files.write_files`."""
-    return {"layers.csv": table, "layers.txt": render_layers_text(table)}
+    :func:`~profiling.reports.files.write_files` (``dispatcher``: see
+    :func:`render_layers_text`)."""
+    return {"layers.csv": table, "layers.txt": render_layers_text(table, dispatcher)}
