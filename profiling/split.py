@@ -39,8 +39,9 @@ from .split_latency import best_cuts, split_latency, top_level_times
 __all__ = ["SplitAnalysis", "analyse_cuts", "cut_table", "module_marks", "pareto_front",
            "split_latency", "best_cuts", "top_level_times", "DEFAULT_CODECS"]
 
-#: The codecs measured unless others are asked for.
-DEFAULT_CODECS = ("zlib", "int8+zlib")
+#: The codecs measured unless others are asked for: zlib alone, so that a CPU analysis stays
+#: within seconds (int8+zlib costs half as much again, lzma several times more).
+DEFAULT_CODECS = ("zlib",)
 
 
 @dataclass

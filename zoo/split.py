@@ -50,9 +50,9 @@ def _parser() -> ArgumentParser:
                         help="link bandwidths in Mbit/s (default: 1 10 100)")
     parser.add_argument("--rtt", type=float, default=20.0,
                         help="round-trip time in ms (default 20)")
-    parser.add_argument("--codec", nargs="+", default=["zlib", "int8+zlib"],
+    parser.add_argument("--codec", nargs="+", default=["zlib"],
                         help="codecs to measure: zlib, lzma, int8+zlib, zstd (with the "
-                             "zstandard package), or none (default: zlib int8+zlib)")
+                             "zstandard package), or none (default: zlib)")
     parser.add_argument("--depth", type=int, default=0,
                         help="also cut after every module call down to this depth of the "
                              "module tree (layer1 is 1, layer1.0 is 2; default 0: none)")

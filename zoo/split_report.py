@@ -20,8 +20,8 @@ __all__ = ["analyse", "cut_lines", "best_lines"]
 _MAX_PRINTED = 120
 
 
-def _megabytes(value: Any) -> str:
-    return f"{value / 1e6:>11.3f}" if pd.notna(value) else f"{'-':>11}"
+def _megabytes(value: Any, width: int) -> str:
+    return f"{value / 1e6:>{width}.3f}" if pd.notna(value) else f"{'-':>{width}}"
 
 
 def cut_lines(cuts: pd.DataFrame, latency: Optional[pd.DataFrame]) -> list[str]:
@@ -32,14 +32,16 @@ def cut_lines(cuts: pd.DataFrame, latency: Optional[pd.DataFrame]) -> list[str]:
     if len(cuts) > _MAX_PRINTED:
         shown = cuts[~cuts["kind"].isin(["op", "module"]) | cuts["pareto"] | cuts["min_cut"]]
     times = latency.drop_duplicates("cut").set_index("cut") if latency is not None else None
-    header = (f"{'cut':<36}{'tensors':>8}" + "".join(f"{e + ' MB':>11}" for e in encodings)
+    widths = {e: max(11, len(e) + 5) for e in encodings}
+    header = (f"{'cut':<36}{'kind':<8}{'tensors':>8}" + "".join(f"{e + ' MB':>{widths[e]}}"
+                                                    for e in encodings)
               + f"{'dev GFLOP':>11}  " + (f"{'device ms':>10}{'server ms':>10}"
                                           if times is not None else ""))
     lines = [header]
     for _, row in shown.iterrows():
         marks = ("*" if row["min_cut"] else " ") + ("P" if row["pareto"] else " ")
-        line = (f"{row['cut'][:35]:<36}{row['tensors']:>8}"
-                + "".join(_megabytes(row[f"{e}_bytes"]) for e in encodings)
+        line = (f"{row['cut'][:35]:<36}{row['kind']:<8}{row['tensors']:>8}"
+                + "".join(_megabytes(row[f"{e}_bytes"], widths[e]) for e in encodings)
                 + f"{row['device_flops'] / 1e9:>11.3f}{marks}")
         if times is not None and row["cut"] in times.index:
             line += (f"{times.loc[row['cut'], 'device_ms']:>10.2f}"
