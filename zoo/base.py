@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import torch
 from torch import nn
 
 from .errors import ConfigError
+from .inputs import arrange_frames, frames_per_item
 
 __all__ = ["ZooModel", "random_images", "sum_input_channels"]
 
@@ -29,8 +30,9 @@ class ZooModel(nn.Module):
     A model describes itself without being run: :attr:`stages` names its stages in forward
     order, :attr:`in_channels` and :attr:`default_input_size` say what it takes.
 
-    Subclasses set the class attributes and override :meth:`example_inputs` when the forward
-    takes more than one image batch, and :meth:`check_input_size` when not every size works.
+    Subclasses set the class attributes (:attr:`input_kind` says whether the forward takes an
+    image batch, a list of images, an image pair or a clip) and override
+    :meth:`check_input_size` when not every size works.
     """
 
     #: stage names in forward order (a stage called several times is listed once).
@@ -40,17 +42,31 @@ class ZooModel(nn.Module):
     #: the upper end of the input values: 1.0 for [0, 1) images, 255.0 for [0, 255).
     input_scale: float = 1.0
     in_channels: int = 3
+    #: what ``forward`` takes, one of :data:`zoo.inputs.INPUT_KINDS`.
+    input_kind: str = "image"
+    #: per-channel mean and std (in [0, 1] units) with which real images are normalised before
+    #: the forward, as the model's weights expect; ``None``: images in ``[0, input_scale]``.
+    input_mean: Optional[tuple[float, ...]] = None
+    input_std: Optional[tuple[float, ...]] = None
+    #: frames per clip when ``input.frames`` is null (``input_kind == "clip"`` only).
+    default_frames: Optional[int] = None
     #: module path of the first convolution, whose checkpoint weight is adapted to
     #: :attr:`in_channels` on loading (``None``: no adaptation).
     first_conv: Optional[str] = None
 
     def example_inputs(self, batch: int, size: Sequence[int], *,
-                       generator: Optional[torch.Generator] = None, device: Any = "cpu"
-                       ) -> tuple[Any, ...]:
-        """Seeded positional arguments of ``forward`` for ``batch`` images of ``size``."""
+                       generator: Optional[torch.Generator] = None, device: Any = "cpu",
+                       frames: Optional[int] = None) -> tuple[Any, ...]:
+        """Seeded positional arguments of ``forward`` for ``batch`` items of ``size``, in the
+        form :attr:`input_kind` names (``frames`` per clip; ``None``: :attr:`default_frames`).
+
+        The values are uniform in ``[0, input_scale)``, not normalised.
+        """
         generator = generator if generator is not None else torch.Generator().manual_seed(0)
-        return (random_images(batch, self.in_channels, size, generator=generator, device=device,
-                              scale=self.input_scale),)
+        count = batch * frames_per_item(self.input_kind, frames or self.default_frames)
+        images = random_images(count, self.in_channels, size, generator=generator,
+                               device=device, scale=self.input_scale)
+        return arrange_frames(images, self.input_kind, batch)
 
     def check_input_size(self, size: Sequence[int], *, pad: bool = False) -> tuple[int, int]:
         """Validate ``size`` and return the ``(H, W)`` the network is fed.
@@ -102,8 +118,21 @@ class ZooModel(nn.Module):
         return None
 
     def stage_paths(self) -> dict[str, str]:
-        """Stages attached to submodules by path, ``{stage_name: module_path}``; none here."""
+        """Stages attached to submodules by path, ``{stage_name: module_path}``: the model's own
+        (:meth:`own_stage_paths`) and those added by ``model.stage_depth`` and
+        ``model.stage_paths`` (:meth:`add_stage_paths`)."""
+        return {**self.own_stage_paths(), **self.__dict__.get("_added_stage_paths", {})}
+
+    def own_stage_paths(self) -> dict[str, str]:
+        """The stages this model attaches by path itself; none here (a zoo model marks its
+        stages in its forward)."""
         return {}
+
+    def add_stage_paths(self, paths: Mapping[str, str]) -> None:
+        """Make each ``{stage_name: module_path}`` of ``paths`` a stage too (see
+        :func:`zoo.stage_selection.select_stage_paths`)."""
+        self.__dict__["_added_stage_paths"] = {**self.__dict__.get("_added_stage_paths", {}),
+                                               **paths}
 
 
 def _pad_image(images: torch.Tensor, size: Sequence[int]) -> torch.Tensor:

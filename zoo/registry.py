@@ -9,10 +9,14 @@ from typing import Any, Callable, Optional
 import torch
 
 from .errors import ConfigError
+from .stage_selection import check_stage_options, select_stage_paths
 
 __all__ = ["register_model", "create_model", "list_models", "model_options"]
 
 _BUILDERS: dict[str, Callable[..., torch.nn.Module]] = {}
+#: Options every registered model takes, handled by :func:`create_model`, not its builder
+#: (:mod:`zoo.stage_selection`).
+COMMON_OPTIONS: dict[str, Any] = {"stage_depth": 1, "stage_paths": None}
 
 
 def register_model(builder: Optional[Callable[..., torch.nn.Module]] = None, *,
@@ -46,8 +50,9 @@ def list_models(pattern: str = "*") -> list[str]:
 def model_options(name: str) -> dict[str, Any]:
     """The options of model ``name`` with their defaults (``inspect.Parameter.empty`` if none)."""
     builder = _builder(name)
-    return {p.name: p.default for p in inspect.signature(builder).parameters.values()
-            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    own = {p.name: p.default for p in inspect.signature(builder).parameters.values()
+           if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    return {**own, **COMMON_OPTIONS}
 
 
 def _builder(name: str) -> Callable[..., torch.nn.Module]:
@@ -60,6 +65,9 @@ def _builder(name: str) -> Callable[..., torch.nn.Module]:
 def create_model(name: str, **options: Any) -> torch.nn.Module:
     """Build the registered model ``name`` with the given options.
 
+    Every model also takes ``stage_depth`` and ``stage_paths``: more stages, attached to its
+    submodules by path (:func:`zoo.stage_selection.select_stage_paths`).
+
     Raises:
         ConfigError: for an unknown model or option.
     """
@@ -69,4 +77,10 @@ def create_model(name: str, **options: Any) -> torch.nn.Module:
     if unknown:
         raise ConfigError(f"unknown option(s) {', '.join(unknown)} for model '{name}'; "
                           f"accepted: {', '.join(sorted(accepted))}")
-    return builder(**options)
+    stage_depth, stage_paths = check_stage_options(options.pop("stage_depth", 1),
+                                                   options.pop("stage_paths", None))
+    model = builder(**options)
+    added = select_stage_paths(model, stage_depth, stage_paths)
+    if added:
+        model.add_stage_paths(added)
+    return model

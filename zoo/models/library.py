@@ -5,12 +5,19 @@ the instance the zoo's calling convention by making its class a subclass of both
 library's class and :class:`~zoo.base.ZooModel`. The modules, the forward and the
 ``state_dict`` keys stay the library's own, so the library's checkpoints load unchanged. Its
 top-level children are its stages (``stage_paths()``), attached by path when profiling.
+
+The inputs follow the model's family (:attr:`~zoo.base.ZooModel.input_kind`): torchvision's
+detection models take a list of images, its ``raft_*`` an image pair, its video models a clip
+``[B, C, T, H, W]``, every other model one image batch. The normalisation of real images is the
+one the library's own preset transform applies (``weights.DEFAULT.transforms()``; timm's
+``pretrained_cfg``); detection models normalise inside their forward and take ``[0, 1]``.
 """
 
 from __future__ import annotations
 
 import difflib
 import inspect
+import re
 from typing import Any, Callable, Optional, Sequence
 
 from torch import nn
@@ -19,10 +26,11 @@ from ..base import ZooModel
 from ..checkpoints import load_checkpoint
 from ..errors import ConfigError, check_minimum
 from ..registry import register_model
+from .detection_meta import MetaSafeDetector
 
 __all__ = ["torchvision_model", "timm_model", "as_zoo_model"]
 
-_CLASSES: dict[type, type] = {}
+_CLASSES: dict[tuple[type, ...], type] = {}
 
 
 class _LibraryModel(ZooModel):
@@ -37,7 +45,7 @@ class _LibraryModel(ZooModel):
         own = self._modules.get("stages")
         return own if own is not None else tuple(self.stage_paths())
 
-    def stage_paths(self) -> dict[str, str]:
+    def own_stage_paths(self) -> dict[str, str]:
         """``{name: name}`` for every top-level child."""
         return {name: name for name, _ in self.named_children()}
 
@@ -56,19 +64,28 @@ class _LibraryModel(ZooModel):
 
 
 def as_zoo_model(model: nn.Module, *, in_channels: int, default_input_size: Sequence[int],
-                 first_conv: str, exact_size: Optional[Sequence[int]] = None) -> ZooModel:
-    """Give the library ``model`` the zoo's calling convention, in place, and return it."""
+                 first_conv: str, exact_size: Optional[Sequence[int]] = None,
+                 inputs: Optional[dict[str, Any]] = None, mixins: tuple[type, ...] = ()
+                 ) -> ZooModel:
+    """Give the library ``model`` the zoo's calling convention, in place, and return it.
+
+    ``inputs`` sets what the forward takes: ``input_kind``, ``input_mean``, ``input_std``,
+    ``default_frames`` (see :class:`~zoo.base.ZooModel`). ``mixins`` come before the library's
+    class (:class:`~zoo.models.detection_meta.MetaSafeDetector` for detectors).
+    """
     base = type(model)
-    cls = _CLASSES.get(base)
+    cls = _CLASSES.get((*mixins, base))
     if cls is None:
-        cls = _CLASSES[base] = type(base.__name__, (base, _LibraryModel),
-                                    {"__module__": base.__module__,
-                                     "__qualname__": base.__qualname__})
+        cls = _CLASSES[(*mixins, base)] = type(base.__name__, (*mixins, base, _LibraryModel),
+                                               {"__module__": base.__module__,
+                                                "__qualname__": base.__qualname__})
     model.__class__ = cls
     model.in_channels = in_channels
     model.default_input_size = (int(default_input_size[0]), int(default_input_size[1]))
     model.first_conv = first_conv
     model._exact_size = tuple(int(s) for s in exact_size) if exact_size is not None else None
+    for name, value in (inputs or {}).items():
+        setattr(model, name, value)
     return model
 
 
@@ -145,21 +162,56 @@ def torchvision_model(*, arch: str = "resnet50", num_classes: Optional[int] = No
         _replace_first_conv(model, first_conv, in_channels)
     exact = getattr(model, "image_size", None)
     exact = (exact, exact) if isinstance(exact, int) else None
+    weights = _default_weights(arch)
+    inputs = _torchvision_inputs(builder, weights)
+    mixins = (MetaSafeDetector,) if inputs["input_kind"] == "image_list" else ()
     zoo_model = as_zoo_model(model, in_channels=in_channels, first_conv=first_conv,
-                             default_input_size=exact or _torchvision_size(arch),
-                             exact_size=exact)
+                             default_input_size=exact or _torchvision_size(weights),
+                             exact_size=exact, inputs=inputs, mixins=mixins)
     return load_checkpoint(zoo_model, checkpoint, allow_pickle=checkpoint_allow_pickle)
 
 
-def _torchvision_size(arch: str) -> tuple[int, int]:
+def _default_weights(arch: str) -> Any:
+    """The arch's default weights enum entry (its metadata and preset transform), or None."""
     import torchvision
 
     try:
-        transforms = torchvision.models.get_model_weights(arch).DEFAULT.transforms()
+        return torchvision.models.get_model_weights(arch).DEFAULT
     except (ValueError, AttributeError, KeyError):
-        return (224, 224)
-    crop = getattr(transforms, "crop_size", None)
+        return None
+
+
+def _torchvision_size(weights: Any) -> tuple[int, int]:
+    crop = getattr(weights.transforms(), "crop_size", None) if weights is not None else None
     return (int(crop[0]), int(crop[-1])) if crop else (224, 224)
+
+
+#: torchvision's package of a builder -> the input kind of its models.
+_TORCHVISION_KINDS = {"detection": "image_list", "optical_flow": "image_pair", "video": "clip"}
+#: RAFT's preset maps [0, 1] images to [-1, 1]: a mean and std of 0.5.
+_HALF = (0.5, 0.5, 0.5)
+
+
+def _torchvision_inputs(builder: Callable[..., nn.Module], weights: Any) -> dict[str, Any]:
+    """Input kind, normalisation and clip length of a torchvision model, from the package of
+    its builder and the preset transform and documentation of its default weights."""
+    package = builder.__module__.split(".")[2] if builder.__module__.count(".") > 2 else ""
+    kind = _TORCHVISION_KINDS.get(package, "image")
+    preset = weights.transforms() if weights is not None else None
+    mean, std = getattr(preset, "mean", None), getattr(preset, "std", None)
+    if kind == "image_pair":
+        mean, std = _HALF, _HALF
+    inputs: dict[str, Any] = {"input_kind": kind, "input_mean": _floats(mean),
+                              "input_std": _floats(std)}
+    if kind == "clip":
+        docs = weights.meta.get("_docs", "") if weights is not None else ""
+        match = re.search(r"clip_len=(\d+)", docs)
+        inputs["default_frames"] = int(match.group(1)) if match else 16
+    return inputs
+
+
+def _floats(values: Optional[Sequence[float]]) -> Optional[tuple[float, ...]]:
+    return tuple(float(v) for v in values) if values is not None else None
 
 
 @register_model(name="timm")
@@ -197,6 +249,7 @@ def timm_model(*, arch: str = "resnet50", num_classes: Optional[int] = None,
     first_conv = config.get("first_conv") or _first_conv_path(model)
     if isinstance(first_conv, (list, tuple)):
         first_conv = first_conv[0]
+    inputs = {"input_mean": _floats(config.get("mean")), "input_std": _floats(config.get("std"))}
     zoo_model = as_zoo_model(model, in_channels=in_channels, default_input_size=size,
-                             first_conv=first_conv, exact_size=exact)
+                             first_conv=first_conv, exact_size=exact, inputs=inputs)
     return load_checkpoint(zoo_model, checkpoint, allow_pickle=checkpoint_allow_pickle)

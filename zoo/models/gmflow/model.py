@@ -124,6 +124,7 @@ class GMFlow(ZooModel):
     stages = gmflow_stage_names((-1,))
     default_input_size = (384, 768)
     input_scale = 255.0
+    input_kind = "image_pair"
 
     def __init__(self, *, num_scales: int = 1, upsample_factor: int = 8,
                  feature_channels: int = 128, attention_type: str = "swin",
