@@ -64,7 +64,7 @@ class Session:
                 started.append(collector)
             yield self
         except BaseException as error:
-            mark_stage(error, [call.name for call in self._stack])
+            self.note_failure(error)
             raise
         finally:
             while self._stack:
@@ -72,6 +72,11 @@ class Session:
             for collector in reversed(started):  # dispatch modes leave in reverse order
                 collector.end_forward()
             self.forwards.append(self.calls)
+
+    def note_failure(self, error: BaseException) -> None:
+        """Remember on ``error`` the stages open now (see :func:`profiling.errors.failed_stage`);
+        the innermost place it passed through wins."""
+        mark_stage(error, [call.name for call in self._stack])
 
     @property
     def current(self) -> Optional[StageCall]:

@@ -98,6 +98,8 @@ class _ActiveStage:
         return self
 
     def __exit__(self, *exc_info: Any) -> bool:
+        if exc_info[1] is not None:  # before the stack unwinds: where the error happened
+            self._session.note_failure(exc_info[1])
         self._session.exit_stage(self._call)
         return False
 

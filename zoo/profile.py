@@ -8,6 +8,7 @@ run folder is complete or absent.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -53,12 +54,12 @@ def _check_output_folders(arguments: Sequence[str]) -> None:
     key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
     folder = hydra_value(arguments, key)
     if folder is None:
+        _check_writable(key, Path("results"))  # the default folders are below it
         return
     if not folder.strip():
         raise ConfigError(f"{key} is empty; give a folder, e.g. {key}=results/my-run")
     path = Path(folder)
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"{key}={folder} is a file, not a folder")
+    _check_writable(key, path)
     if path.is_dir() and any(path.iterdir()):
         if hydra_value(arguments, "run.overwrite") != "true":
             raise ConfigError(f"{key}={folder} already holds a {'sweep' if multirun else 'run'}; "
@@ -66,6 +67,16 @@ def _check_output_folders(arguments: Sequence[str]) -> None:
                               f"run.overwrite=true")
         if multirun:
             shutil.rmtree(path)
+
+
+def _check_writable(key: str, path: Path) -> None:
+    """Refuse a folder below a file, or on a file system that cannot be written."""
+    existing = next(p for p in [path.absolute(), *path.absolute().parents] if p.exists())
+    if not existing.is_dir():
+        raise ConfigError(f"{key}={path}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{key}={path}: {existing} cannot be written (read-only?); choose "
+                          f"another folder with {key}=...")
 
 
 def _main() -> None:

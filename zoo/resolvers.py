@@ -9,11 +9,19 @@ from typing import Any
 __all__ = ["register_resolvers", "run_stamp", "model_label"]
 
 
+_ISSUED: set[str] = set()
+
+
 def run_stamp() -> str:
-    """``YYYY-MM-DD_HH-MM-SS.mmm-xxxx``: the time to the millisecond and 4 random hex digits,
-    so two runs started in the same millisecond still get folders of their own."""
-    now = datetime.datetime.now()
-    return f"{now:%Y-%m-%d_%H-%M-%S}.{now.microsecond // 1000:03d}-{secrets.token_hex(2)}"
+    """``YYYY-MM-DD_HH-MM-SS.mmm-xxxxxx``: the time to the millisecond and 6 random hex digits,
+    so two runs started in the same millisecond still get folders of their own (never the same
+    twice in one process; across processes, one chance in 16 million per millisecond)."""
+    while True:
+        now = datetime.datetime.now()
+        stamp = f"{now:%Y-%m-%d_%H-%M-%S}.{now.microsecond // 1000:03d}-{secrets.token_hex(3)}"
+        if stamp not in _ISSUED:
+            _ISSUED.add(stamp)
+            return stamp
 
 
 def model_label(name: Any, arch: Any = None) -> str:
