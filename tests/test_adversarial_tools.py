@@ -1,0 +1,141 @@
+"""Adversarial: every tool answers bad input with one line and exit 2, skips what is broken
+with a warning, and exits 1 when it had to (issue: reliability and security)."""
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+from cli_runner import run_main
+from zoo import calibrate, collect, compare, plot, split
+from zoo.profile import main as profile_main
+
+META = ["model=swiftnet", "device=meta", "input.size=[64,64]", "summary=false"]
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory):
+    from zoo.app import run_profile
+    from zoo.cli import compose_config
+
+    folder = tmp_path_factory.mktemp("runs") / "good"
+    run_profile(compose_config(META), folder, print_summary=False)
+    return folder
+
+
+def _broken_copy(good_run, tmp_path, name, breaking):
+    folder = tmp_path / name
+    folder.mkdir()
+    for file in ("meta.json", "stages.csv"):
+        (folder / file).write_bytes((good_run / file).read_bytes())
+    breaking(folder)
+    return folder
+
+
+BREAKS = {
+    "corrupt meta.json": lambda f: (f / "meta.json").write_text("{not json"),
+    "meta.json not an object": lambda f: (f / "meta.json").write_text("[1, 2]"),
+    "empty stages.csv": lambda f: (f / "stages.csv").write_text(""),
+    "header-only stages.csv": lambda f: (f / "stages.csv").write_text("stage,calls\n"),
+}
+
+
+@pytest.mark.parametrize("name", BREAKS)
+def test_compare_with_a_broken_run_is_one_line(good_run, tmp_path, name, capsys, monkeypatch):
+    broken = _broken_copy(good_run, tmp_path, "broken", BREAKS[name])
+    monkeypatch.chdir(tmp_path)
+    outcome = run_main(compare.main, [str(good_run), str(broken)], capsys, monkeypatch)
+    assert outcome.code == 2 and f"{broken}" in outcome.line and "is broken" in outcome.line
+    assert not (tmp_path / "compare.csv").exists()
+
+
+def test_collect_skips_a_broken_run_names_it_and_exits_1(good_run, tmp_path, capsys,
+                                                         monkeypatch):
+    root = tmp_path / "runs"
+    root.mkdir()
+    _broken_copy(good_run, root, "a_good", lambda f: None)
+    broken = _broken_copy(good_run, root, "b_broken", BREAKS["corrupt meta.json"])
+    out = tmp_path / "all.csv"
+    outcome = run_main(collect.main, [str(root), "--out", str(out)], capsys, monkeypatch)
+    assert outcome.code == 1
+    warnings = outcome.stderr.strip().splitlines()
+    assert warnings[0].startswith(f"warning: skipped {broken / 'meta.json'} is broken")
+    assert warnings[1].startswith("error: 1 broken run(s) skipped")
+    table = pd.read_csv(out)
+    assert set(table.run) == {str(root / "a_good")} and (table.status == "ok").all()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--out", "x.xlsx"], "--out x.xlsx: accepted extensions are .csv, .parquet"),
+    (["--bogus"], "unrecognized arguments: --bogus (see python -m zoo.collect --help)"),
+])
+def test_collect_arguments(good_run, tmp_path, argv, expected, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    outcome = run_main(collect.main, [str(good_run), *argv], capsys, monkeypatch)
+    assert outcome.code == 2 and expected in outcome.line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("name: [broken", "is not a ceilings file"),
+    ("name: x\npeak_flops_per_s: {float32: 1}\nmemory_bandwidth_bytes_per_s: 0\n",
+     "must hold finite values above 0"),
+])
+def test_plot_checks_the_ceilings_first(good_run, tmp_path, content, expected, capsys,
+                                        monkeypatch):
+    ceilings = tmp_path / "bad.yaml"
+    ceilings.write_text(content)
+    outcome = run_main(plot.main, [str(good_run), "--ceilings", str(ceilings)], capsys,
+                       monkeypatch)
+    assert outcome.code == 2 and expected in outcome.line
+    assert not (good_run / "plots").exists()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--seconds", "inf"], "--seconds=inf is not accepted"),
+    (["--seconds", "nan"], "--seconds=nan is not accepted"),
+    (["--seconds", "0"], "--seconds=0.0 is not accepted"),
+    (["--dtypes", "nope"], "--dtypes=['nope'] is not accepted"),
+    (["--device", "meta"], "--device meta cannot be measured"),
+    (["--device", "tpu"], "--device 'tpu' is not a device"),
+    (["--size", "0"], "--size=0 is not accepted"),
+    pytest.param(["--device", "cuda"], "this machine has no CUDA GPU", marks=pytest.mark.skipif(
+        torch.cuda.is_available(), reason="this machine has a GPU")),
+])
+def test_calibrate_rejects_what_it_cannot_measure(argv, expected, capsys, monkeypatch):
+    outcome = run_main(calibrate.main, argv, capsys, monkeypatch)
+    assert outcome.code == 2 and expected in outcome.line
+
+
+@pytest.mark.parametrize("tool", [compare, collect, plot, calibrate, split])
+def test_every_tool_reports_usage_errors_in_one_line(tool, capsys, monkeypatch):
+    outcome = run_main(tool.main, ["--no-such-flag"], capsys, monkeypatch)
+    assert outcome.code == 2 and f"(see python -m {tool.__name__} --help)" in outcome.line
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--rtt", "nan"], "the RTT must be a finite number of ms >= 0, got nan"),
+    (["--rtt", "-1"], "the RTT must be a finite number of ms >= 0, got -1.0"),
+    (["--bandwidth", "0"], "--bandwidth"),
+])
+def test_split_rejects_bad_link_figures(argv, expected, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    outcome = run_main(split.main, [*argv, *META], capsys, monkeypatch)
+    assert outcome.code == 2 and expected in outcome.line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_meta_json_records_the_checkpoint_hash(tmp_path, capsys, monkeypatch):
+    import zoo
+
+    path = tmp_path / "swiftnet.pth"
+    torch.save(zoo.create_model("swiftnet").state_dict(), path)
+    run_dir = tmp_path / "run"
+    outcome = run_main(profile_main, [*META, f"model.checkpoint={path}",
+                                      f"hydra.run.dir={run_dir}"], capsys, monkeypatch)
+    assert outcome.code == 0, outcome.stderr
+    meta = json.loads((run_dir / "meta.json").read_text())
+    import hashlib
+    assert meta["checkpoint"] == {"path": str(path),
+                                  "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
