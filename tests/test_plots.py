@@ -96,3 +96,26 @@ def test_plots_true_in_a_run(tmp_path):
     main([str(tmp_path)])
     assert _is_drawn((tmp_path / "plots" / "time.png").read_bytes())
     assert _is_drawn((tmp_path / "plots" / "layers.png").read_bytes())  # from layers.csv
+
+
+def test_an_axis_is_logarithmic_only_beyond_two_decades():
+    from matplotlib.figure import Figure
+
+    from profiling.reports.plots import _log_if_wide
+
+    axes = Figure().subplots()
+    axes.set_ylabel("MB (1e6 bytes)")
+    assert not _log_if_wide(axes, [0.05, 1.0, 5.0, 0.0])  # 100x: still linear
+    assert axes.get_yscale() == "linear"
+    assert _log_if_wide(axes, [0.01, 3.0, 0.0])  # 300x, the zero ignored
+    assert axes.get_yscale() == "log" and axes.get_ylabel() == "MB (1e6 bytes) (log scale)"
+
+
+def test_equal_split_curves_become_one_labelled_line():
+    from profiling.reports.plots import _distinct_curves
+
+    table = pd.DataFrame({"cut": ["a", "a", "b", "b", "c", "c"],
+                          "bandwidth_mbit": [1, 10] * 3,
+                          "latency_ms": [50.0, 20.0, 50.02, 20.01, 60.0, 20.0]})
+    curves = _distinct_curves(table)
+    assert [names for names, _ in curves] == [["a", "b"], ["c"]]

@@ -56,7 +56,7 @@ def test_the_total_row_and_line():
     lines = format_summary(_stages(cpu_time_ms_median=[8.0, 6.0, 1.0, 1.5, 0.1],
                                    flops=[2e9, 1.5e9, 1e8, 1e8, 1.0]), totals=totals).splitlines()
     total = next(line for line in lines if line.startswith("total (whole forward"))
-    assert total.split()[-4:] == ["12.500", "10.000-15.000!", "2.000", "0.004"]
+    assert total.split()[-4:] == ["12.500", "10.00-15.00!", "2.000", "0.004"]
     assert "total: 11,000,000 parameters, 1.000 GMACs, 2.000 GFLOPs, input 0.600 MB, output " \
            "0.004 MB" in lines
 

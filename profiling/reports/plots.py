@@ -7,6 +7,9 @@ run counted operations) and ``layers.png`` (the torchstat table's parameters, me
 along the leaf layers, when given the table). :func:`plot_split_latency` draws a split
 analysis's latency against bandwidth. Figures are built with :class:`matplotlib.figure.Figure`,
 never with pyplot, so no GUI backend or global state is involved.
+
+Every axis whose values span more than two decades is logarithmic (and says so), every colour
+is in a legend, and MB is 1e6 bytes on every plot (the torchstat table's MiB are converted).
 """
 
 from __future__ import annotations
@@ -26,15 +29,32 @@ if TYPE_CHECKING:
 __all__ = ["render_plots", "plot_stage_times", "plot_payload", "plot_memory", "plot_roofline",
            "plot_layers", "plot_split_latency"]
 
-#: the torchstat table's columns ``plot_layers`` draws, with their axis labels.
-_LAYER_PANELS = (("params", "parameters"), ("memory(MB)", "output per sample (MiB)"),
-                 ("duration[%]", "share of the time"))
-#: above this many layers, the x axis shows layer numbers instead of names.
-_MAX_LAYER_NAMES = 80
+#: the torchstat table's columns ``plot_layers`` draws, their axis labels and scales (its
+#: memory(MB) is MiB: shown in MB, 1e6 bytes, as everywhere else).
+_LAYER_PANELS = (("params", "parameters", 1.0),
+                 ("memory(MB)", "output per sample (MB)", 2 ** 20 / 1e6),
+                 ("duration[%]", "share of the time (%)", 100.0))
+#: at most this many layer names on the x axis of ``layers.png`` (every n-th beyond).
+_MAX_LAYER_NAMES = 60
+#: an axis whose positive values span more than this ratio is drawn logarithmic.
+_LOG_SPAN = 100.0
 
 _TIMES = (("cpu", "cpu_time_ms"), ("cuda", "cuda_time_ms"))
 _MEMORY = (("CPU tensors", "cpu_mem_peak_mb", "cpu_mem_alloc_mb"),
            ("CUDA allocator", "cuda_mem_peak_mb", "cuda_mem_alloc_mb"))
+
+
+def _log_if_wide(axes, values, axis: str = "y") -> bool:
+    """Make ``axis`` logarithmic when the positive ``values`` span more than two decades, and
+    say so in its label; ``True`` when it did."""
+    positive = np.asarray(values, dtype=float)
+    positive = positive[np.isfinite(positive) & (positive > 0)]
+    if len(positive) < 2 or positive.max() / positive.min() <= _LOG_SPAN:
+        return False
+    getattr(axes, f"set_{axis}scale")("log")
+    label = getattr(axes, f"get_{axis}label")()
+    getattr(axes, f"set_{axis}label")(f"{label} (log scale)" if label else "log scale")
+    return True
 
 
 def _png(figure: Figure) -> bytes:
@@ -80,6 +100,8 @@ def plot_stage_times(stages: pd.DataFrame, max_depth: int = 0) -> Optional[bytes
     axes.set_yticks(positions + height * (len(kinds) - 1) / 2, names)
     axes.invert_yaxis()
     axes.set_xlabel("time per forward (ms)")
+    _log_if_wide(axes, np.concatenate([grouped[f"{c}_median"].sum().to_numpy()
+                                       for _, c in kinds]), "x")
     axes.set_title("Time per stage (whiskers: p10-p90)")
     axes.legend(loc="lower right")
     axes.grid(axis="x", alpha=0.3)
@@ -93,14 +115,21 @@ def plot_payload(stages: pd.DataFrame, max_depth: int = 1) -> bytes:
     figure = Figure(figsize=(max(6.0, 0.28 * len(rows) + 2), 5))
     axes = figure.subplots()
     x = np.arange(len(rows))
-    colors = [f"C{int(d)}" for d in rows["depth"]]
-    axes.bar(x, rows["out_bytes"].to_numpy() / 1e6, color=colors, label="stage output")
+    depths = rows["depth"].astype(int).to_numpy()
+    for depth in sorted(set(depths)):
+        chosen = depths == depth
+        axes.bar(x[chosen], rows["out_bytes"].to_numpy()[chosen] / 1e6, color=f"C{depth}",
+                 label=f"stage output, depth {depth}"
+                       + (" (top-level stages)" if depth == 0 else " (nested)"))
+    values = list(rows["out_bytes"].to_numpy() / 1e6)
     if "cut_bytes" in rows:
         alive = rows["cut_bytes"].astype(float) / 1e6
         axes.plot(x[alive.notna().to_numpy()], alive.dropna().to_numpy(), "k.-",
                   label="alive across the cut after the stage")
+        values += list(alive.dropna().to_numpy())
     axes.set_xticks(x, _call_labels(rows), rotation=90, fontsize=7)
     axes.set_ylabel("MB (1e6 bytes)")
+    _log_if_wide(axes, values)
     axes.set_title("Payload along the forward (colour: nesting depth)")
     axes.legend()
     axes.grid(axis="y", alpha=0.3)
@@ -125,6 +154,7 @@ def plot_memory(stages: pd.DataFrame) -> Optional[bytes]:
                  label="peak inside the stage")
         axes.plot(x, level.to_numpy(), "k.-", label="allocated after the stage")
         axes.set_ylabel("MB (1e6 bytes)")
+        _log_if_wide(axes, list(before + rows[peak].astype(float)) + list(level))
         axes.set_title(f"Memory along the forward: {label} (above the forward's start)")
         axes.set_xticks(x, _call_labels(rows), rotation=60, ha="right", fontsize=8)
         axes.legend()
@@ -155,10 +185,14 @@ def plot_roofline(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
     for depth, group in rows[keep].groupby("depth"):
         axes.scatter(intensity[group.index], achieved[group.index], label=f"depth {depth}",
                      s=24)
-    for index in rows[keep & (rows["depth"] == 0)].index:
-        axes.annotate(str(rows.at[index, "stage"]), (intensity[index], achieved[index]),
-                      fontsize=7, xytext=(3, 3), textcoords="offset points")
-    if ceilings is not None:
+    _number_points(axes, rows[keep & (rows["depth"] == 0)], intensity, achieved)
+    if ceilings is None:
+        axes.text(1.02, 0.0, "No roof drawn: no ceilings\nfor this device. Give them\nwith "
+                  "roofline.ceilings=\n(a YAML from python -m\nzoo.calibrate, or a preset)\n"
+                  "or zoo.plot --ceilings.", transform=axes.transAxes, fontsize=8,
+                  va="bottom", ha="left",
+                  bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "0.6"})
+    else:
         from ..roofline import attainable_flops
         span = np.logspace(np.log10(intensity[keep].min() / 4),
                            np.log10(max(intensity[keep].max() * 4,
@@ -169,16 +203,58 @@ def plot_roofline(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
     axes.set_yscale("log")
     axes.set_xlabel("arithmetic intensity (FLOP / byte read or written)")
     axes.set_ylabel(f"achieved FLOP/s ({time.split('_')[0].upper()} time)")
-    axes.set_title("Roofline of the stages")
-    axes.legend(fontsize=8)
+    axes.set_title("Roofline of the stages (numbers: top-level stages, listed right)")
+    axes.legend(fontsize=8, loc="upper left")
     axes.grid(which="both", alpha=0.3)
     return _png(figure)
 
 
+def _number_points(axes, rows: pd.DataFrame, x: pd.Series, y: pd.Series) -> None:
+    """Number the points of ``rows`` (offsets alternating around each point, so neighbours'
+    numbers do not sit on each other) and list the numbers' stage names right of the axes."""
+    offsets = ((4, 4), (4, -10), (-12, 4), (-12, -10))
+    names = []
+    for number, index in enumerate(rows.index, start=1):
+        axes.annotate(str(number), (x[index], y[index]), fontsize=8, fontweight="bold",
+                      xytext=offsets[(number - 1) % len(offsets)], textcoords="offset points")
+        names.append(f"{number}  {rows.at[index, 'stage']}"
+                     + (f"[{int(rows.at[index, 'call_index'])}]"
+                        if rows.at[index, "call_index"] else ""))
+    if names:
+        axes.text(1.02, 1.0, "\n".join(names), transform=axes.transAxes, fontsize=8,
+                  va="top", ha="left", family="monospace")
+
+
+_DASHES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "v", "D", "x", "+", "<", ">", "*")
+
+
+def _distinct_curves(table: pd.DataFrame) -> list[tuple[list[str], pd.DataFrame]]:
+    """The cuts' latency curves, those equal within 0.1% at every bandwidth merged into one
+    (their names together), in the order of their first cut."""
+    curves: list[tuple[list[str], pd.DataFrame]] = []
+    for cut, group in table.groupby("cut", sort=False):
+        group = group.sort_values("bandwidth_mbit")
+        for names, other in curves:
+            if len(other) == len(group) and np.allclose(
+                    other["latency_ms"].to_numpy(float), group["latency_ms"].to_numpy(float),
+                    rtol=1e-3, atol=0.0):
+                names.append(str(cut))
+                break
+        else:
+            curves.append(([str(cut)], group))
+    return curves
+
+
 def plot_split_latency(latency: pd.DataFrame, encodings: Optional[Sequence[str]] = None
                        ) -> bytes:
-    """End-to-end latency of every cut against bandwidth, one panel per encoding; the dashed
-    line is the best cut's latency (a table of :func:`profiling.split.split_latency`)."""
+    """End-to-end latency of every cut against bandwidth, one panel per encoding; the
+    grey band under the lines is the best cut's latency (a table of
+    :func:`profiling.split.split_latency`).
+
+    Cuts whose latencies are the same at every bandwidth (within 0.1%) are one line labelled
+    with all their names, and lines differ in colour, dash and marker, so none hides another.
+    """
     encodings = list(encodings or latency["encoding"].unique())
     columns = min(2, len(encodings))
     rows = -(-len(encodings) // columns)
@@ -186,11 +262,14 @@ def plot_split_latency(latency: pd.DataFrame, encodings: Optional[Sequence[str]]
     panels = figure.subplots(rows, columns, squeeze=False).ravel()
     for axes, encoding in zip(panels, encodings):
         table = latency[latency["encoding"] == encoding]
-        for i, (cut, group) in enumerate(table.groupby("cut", sort=False)):
-            axes.plot(group["bandwidth_mbit"], group["latency_ms"], marker=".",
-                      label=cut, color=f"C{i % 10}", linestyle="-" if i < 10 else ":")
+        for i, (names, group) in enumerate(_distinct_curves(table)):
+            shown = names[0] if len(names) == 1 else f"{names[0]} (= {', '.join(names[1:])})"
+            axes.plot(group["bandwidth_mbit"], group["latency_ms"], label=shown[:60],
+                      color=f"C{i % 10}", linestyle=_DASHES[(i // 10) % len(_DASHES)],
+                      marker=_MARKERS[i % len(_MARKERS)], markersize=4, alpha=0.85, zorder=2)
         best = table.groupby("bandwidth_mbit")["latency_ms"].min()
-        axes.plot(best.index, best.to_numpy(), "k--", linewidth=2, label="best cut")
+        axes.plot(best.index, best.to_numpy(), color="0.2", linewidth=7, alpha=0.22,
+                  solid_capstyle="round", zorder=1, label="best cut (grey band, under the lines)")
         axes.set_xscale("log")
         axes.set_yscale("log")
         axes.set_xlabel("bandwidth (Mbit/s)")
@@ -210,23 +289,27 @@ def plot_layers(layers: pd.DataFrame) -> Optional[bytes]:
     the time, one panel each (time only when measured), the way its users read the table
     ("params bulge in the middle, memory at both ends"). ``None`` for an empty table."""
     rows = layers[layers["module name"] != "total"]
-    panels = [(column, label) for column, label in _LAYER_PANELS
+    panels = [(column, label, scale) for column, label, scale in _LAYER_PANELS
               if rows[column].astype(float).notna().any()]
     if rows.empty or not panels:
         return None
     figure = Figure(figsize=(max(6.0, min(0.16 * len(rows) + 2, 24.0)), 2.4 * len(panels) + 1))
     axes_list = np.atleast_1d(figure.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0])
     x = np.arange(len(rows))
-    for index, (axes, (column, label)) in enumerate(zip(axes_list, panels)):
-        values = rows[column].astype(float).fillna(0).to_numpy()
-        axes.bar(x, values * 100 if column == "duration[%]" else values, color=f"C{index}")
-        axes.set_ylabel(label + (" (%)" if column == "duration[%]" else ""), fontsize=8)
+    for index, (axes, (column, label, scale)) in enumerate(zip(axes_list, panels)):
+        values = rows[column].astype(float).fillna(0).to_numpy() * scale
+        axes.bar(x, values, color=f"C{index}")
+        axes.set_ylabel(label, fontsize=8)
+        _log_if_wide(axes, values)
         axes.grid(axis="y", alpha=0.3)
-    if len(rows) <= _MAX_LAYER_NAMES:
-        axes_list[-1].set_xticks(x, rows["module name"], rotation=90, fontsize=6)
-    else:
-        axes_list[-1].set_xlabel("leaf layer, in order of first call (layers.csv rows)")
-    axes_list[0].set_title("Leaf layers along the forward (the torchstat table)")
+    step = -(-len(rows) // _MAX_LAYER_NAMES)
+    shown = x[::step]
+    axes_list[-1].set_xticks(shown, [f"{i} {rows['module name'].iloc[i]}" for i in shown],
+                             rotation=90, fontsize=6)
+    axes_list[-1].set_xlabel("leaf layer in order of first call (layers.csv row and module)"
+                             + (f", one name in {step}" if step > 1 else ""))
+    axes_list[0].set_title("Leaf layers along the forward (the torchstat table; memory "
+                           "converted from its MiB to MB)")
     figure.tight_layout()
     return _png(figure)
 

@@ -78,11 +78,17 @@ def _stage_times(rows: pd.DataFrame, time: str, times: Optional[pd.DataFrame]) -
     return pd.DataFrame.from_dict(table, orient="index").reindex(list(grouped.groups))
 
 
+def _ms(value: float) -> str:
+    """A time with 3 decimals below 10 ms, fewer above (``1071.1``, ``12345``)."""
+    digits = 3 if value < 10 else 2 if value < 100 else 1 if value < 1000 else 0
+    return f"{value:.{digits}f}"
+
+
 def _interval(low: float, high: float, median: float) -> str:
     if pd.isna(low) or pd.isna(high):
         return "-"
     wide = median > 0 and max(median - low, high - median) > WIDE_INTERVAL * median
-    return f"{low:.3f}-{high:.3f}" + ("!" if wide else " ")
+    return f"{_ms(low)}-{_ms(high)}" + ("!" if wide else " ")
 
 
 def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 40,
