@@ -107,7 +107,7 @@ def main() -> None:
         print(f"{case:>9}: median {statistics.median(times[case]):9.2f} ms")
     print(f"inactive / plain = {ratio['inactive']:.4f}  (target <= 1.005)")
     print(f"   timed / plain = {ratio['timed']:.4f}  (target <= 1.03)")
-    markers = len(staged.stages) + 12  # declared stages, the per-level repeats and probes
+    markers = len(staged.stage_names) + 12  # declared stages, the per-level repeats and probes
     inactive_ns, timed_ns = _marker_cost_ns(None), _marker_cost_ns(make_collectors(timers))
     forward_ns = statistics.median(times["plain"]) * 1e6
     print(f"marker cost: inactive {inactive_ns:.0f} ns, timed {timed_ns:.0f} ns per stage; "

@@ -63,7 +63,7 @@ def test_mismatched_checkpoint_is_one_clear_error(tmp_path):
 def test_stage_set_and_order(profiled, model):
     _, result = profiled
     stages = [c.name for c in result.calls if c.kind == "stage"]
-    assert list(dict.fromkeys(stages)) == list(model.stages)
+    assert list(dict.fromkeys(stages)) == list(model.stage_names)
     assert stages.count("rpn_head_details_conv_per_feature") == 5
     probes = [c.name for c in result.calls if c.kind == "probe"]
     assert probes == ["sum2_topdown", "sum2_lateral", "sum1_topdown", "sum1_lateral",

@@ -171,7 +171,7 @@ def _shape(node):
 def test_gmflow_stages_and_payload_shapes():
     model = zoo.create_model("gmflow").eval()
     calls = _record(model)
-    assert tuple(dict.fromkeys(call.name for call in calls)) == model.stages == (
+    assert tuple(dict.fromkeys(call.name for call in calls)) == model.stage_names == (
         "normalize", "backbone", "conv1", "layer1", "layer2", "layer3", "conv2", "feature0",
         "feature1", "position_encoding", "transformer", "self_attn", "cross_attn_ffn",
         "global_correlation_softmax", "feature_flow_attn", "upsampler")
@@ -198,7 +198,7 @@ def test_gmflow_stages_and_payload_shapes():
     assert _shape(by_key[("cross_attn_ffn", 0)].inputs) == [(2, 96, 128), (2, 96, 128)]
     assert by_key[("backbone", 0)].inputs.nbytes == 2 * 3 * 64 * 96 * 4
     assert [call.kind for call in calls if call.name in ("feature0", "feature1")] == ["probe"] * 2
-    counts = {name: sum(call.name == name for call in calls) for name in model.stages}
+    counts = {name: sum(call.name == name for call in calls) for name in model.stage_names}
     assert counts["self_attn"] == counts["cross_attn_ffn"] == 6
     assert by_key[("self_attn", 0)].parent == by_key[("transformer", 0)].index
     assert by_key[("conv1", 0)].parent == by_key[("backbone", 0)].index
@@ -207,8 +207,8 @@ def test_gmflow_stages_and_payload_shapes():
 def test_refine_stages_per_scale():
     model = zoo.create_model("gmflow_refine").eval()
     calls = _record(model)
-    assert tuple(dict.fromkeys(call.name for call in calls)) == model.stages
-    assert model.stages[7:] == (
+    assert tuple(dict.fromkeys(call.name for call in calls)) == model.stage_names
+    assert model.stage_names[7:] == (
         "trident_conv", "feature0", "feature1", "position_encoding", "transformer", "self_attn",
         "cross_attn_ffn", "global_correlation_softmax", "feature_flow_attn", "flow_warp",
         "local_correlation_softmax", "upsampler")

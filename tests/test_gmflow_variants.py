@@ -139,8 +139,9 @@ def test_relative_position_encoding(reference):
     assert len(added) == 12 * 3 and all(old is None for old, _ in added.values())
     assert added["transformer.layers.0.self_attn.position_bias.mlp.2.weight"] == (None, (1, 512))
     assert _counts(model) == {**DEFAULT_COUNTS, "transformer": 3_150_336 + 24_576}
-    assert "position_encoding" not in model.stages
-    assert "position_encoding" not in zoo.create_model("gmflow", position_encoding="none").stages
+    assert "position_encoding" not in model.stage_names
+    without = zoo.create_model("gmflow", position_encoding="none")
+    assert "position_encoding" not in without.stage_names
     calls, flows = _record(model, model.example_inputs(1, SIZE))
     assert "position_encoding" not in {c.name for c in calls}
     assert flows[0].shape == (1, 2, *SIZE)
@@ -211,12 +212,12 @@ def test_unet_parameters_and_stages():
     model = zoo.create_model("gmflow_unet").eval()
     assert _counts(model) == {**DEFAULT_COUNTS, "decoder": DECODER_PARAMS,
                               "flow_head": 16 * 2 * 9 + 2}
-    assert model.stages == type(model).stages
-    assert model.stages[-6:] == ("decoder_conv_more", "decoder_block1", "decoder_block2",
-                                 "decoder_block3", "decoder_block4", "flow_head")
+    assert model.stage_names == type(model).stage_names
+    assert model.stage_names[-6:] == ("decoder_conv_more", "decoder_block1", "decoder_block2",
+                                      "decoder_block3", "decoder_block4", "flow_head")
     calls, flows = _record(model, model.example_inputs(1, SIZE))
-    assert tuple(dict.fromkeys(c.name for c in calls)) == model.stages
-    shapes = {name: _output_shape(calls, name) for name in model.stages[-6:]}
+    assert tuple(dict.fromkeys(c.name for c in calls)) == model.stage_names
+    shapes = {name: _output_shape(calls, name) for name in model.stage_names[-6:]}
     assert shapes == {"decoder_conv_more": (1, 512, 8, 12), "decoder_block1": (1, 128, 8, 12),
                       "decoder_block2": (1, 96, 16, 24), "decoder_block3": (1, 64, 32, 48),
                       "decoder_block4": (1, 16, 64, 96), "flow_head": (1, 2, 64, 96)}

@@ -27,7 +27,7 @@ def test_torchvision_model_keeps_the_library_class_and_keys():
     assert isinstance(model, torchvision.models.ResNet) and isinstance(model, ZooModel)
     assert type(model).__name__ == "ResNet"
     assert list(model.state_dict()) == list(reference.state_dict())
-    assert model.stages == RESNET18_CHILDREN
+    assert model.stage_names == RESNET18_CHILDREN
     assert model.stage_paths() == {name: name for name in RESNET18_CHILDREN}
     assert (model.default_input_size, model.in_channels) == ((224, 224), 3)
     assert sum(p.numel() for p in model.parameters()) == 11_181_642
@@ -75,6 +75,7 @@ def test_timm_model_with_in_channels():
 def test_timm_child_named_stages_stays_the_librarys():
     model = zoo.create_model("timm", arch="convnext_atto").eval()
     assert isinstance(model.stages, torch.nn.Sequential)
+    assert model.stage_names == ("stem", "stages", "norm_pre", "head")
     assert list(model.stage_paths()) == ["stem", "stages", "norm_pre", "head"]
     with torch.no_grad():
         assert model(*model.example_inputs(1, (32, 32))).shape == (1, 1000)

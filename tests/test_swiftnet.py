@@ -178,7 +178,7 @@ def test_stages_and_payload():
         with session.forward(), torch.no_grad():
             model(torch.rand(1, 3, 64, 96) * 255)
     calls = session.forwards[0]
-    assert tuple(call.name for call in calls) == model.stages
+    assert tuple(call.name for call in calls) == model.stage_names
     parents = {call.name: calls[call.parent].name if call.parent is not None else None
                for call in calls}
     assert parents == {"encoder": None, "stem": "encoder", "layer1": "encoder",

@@ -56,7 +56,7 @@ def test_stages_and_payload(model):
         with session.forward(), torch.no_grad():
             model(torch.randn(1, 3, 64, 96))
     calls = session.forwards[0]
-    assert tuple(call.name for call in calls) == model.stages
+    assert tuple(call.name for call in calls) == model.stage_names
     parents = {call.name: calls[call.parent].name if call.parent is not None else None
                for call in calls}
     assert [name for name, parent in parents.items() if parent is None] == [
@@ -86,7 +86,7 @@ def test_fewer_skips_and_more_blocks():
     torch.manual_seed(0)
     model = zoo.create_model("swin_unet", n_skip=1, num_classes=2, in_channels=1,
                              decoder_channels=[64, 32, 16, 16, 8]).eval()
-    assert model.stages[-8:] == ("decoder", "conv_more", "block1", "block2", "block3",
+    assert model.stage_names[-8:] == ("decoder", "conv_more", "block1", "block2", "block3",
                                  "block4", "block5", "head")
     assert model.decoder.blocks[0].conv1[0].in_channels == 512 + 384
     assert model.decoder.blocks[1].conv1[0].in_channels == 64  # no skip

@@ -27,8 +27,8 @@ class ZooModel(nn.Module):
     """Base of the zoo's models: one calling convention, whatever the inputs.
 
     ``model(*model.example_inputs(batch, size, generator=g, device=d))`` runs a forward pass.
-    A model describes itself without being run: :attr:`stages` names its stages in forward
-    order, :attr:`in_channels` and :attr:`default_input_size` say what it takes.
+    A model describes itself without being run: :attr:`stage_names` lists its stages in
+    forward order, :attr:`in_channels` and :attr:`default_input_size` say what it takes.
 
     Subclasses set the class attributes (:attr:`input_kind` says whether the forward takes an
     image batch, a list of images, an image pair or a clip) and override
@@ -36,7 +36,7 @@ class ZooModel(nn.Module):
     """
 
     #: stage names in forward order (a stage called several times is listed once).
-    stages: tuple[str, ...] = ()
+    stage_names: tuple[str, ...] = ()
     #: ``(H, W)`` used when the configuration gives no size.
     default_input_size: tuple[int, int] = (224, 224)
     #: the upper end of the input values: 1.0 for [0, 1) images, 255.0 for [0, 255).

@@ -39,11 +39,10 @@ class _LibraryModel(ZooModel):
     takes the image) and ``_exact_size`` (the only size it takes, for fixed-size models)."""
 
     @property
-    def stages(self):
-        """Stage names: the top-level children. A model with its own child called ``stages``
-        (timm's ConvNeXt, CSPNet, ...) keeps it: use ``tuple(model.stage_paths())`` there."""
-        own = self._modules.get("stages")
-        return own if own is not None else tuple(self.stage_paths())
+    def stage_names(self) -> tuple[str, ...]:
+        """Stage names: the top-level children (a child called ``stages``, as timm's ConvNeXt
+        and CSPNet have, stays the library's own ``model.stages``)."""
+        return tuple(self.stage_paths())
 
     def own_stage_paths(self) -> dict[str, str]:
         """``{name: name}`` for every top-level child."""

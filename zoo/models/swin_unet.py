@@ -44,8 +44,8 @@ class SwinUNet(ZooModel):
     mean and std), hence ``input_scale = 1.0``. See :func:`swin_unet` for the arguments.
     """
 
-    stages = ("encoder", "patch_embed", "stage1", "stage2", "stage3", "stage4", "decoder",
-              "conv_more", "block1", "block2", "block3", "block4", "head")
+    stage_names = ("encoder", "patch_embed", "stage1", "stage2", "stage3", "stage4", "decoder",
+                   "conv_more", "block1", "block2", "block3", "block4", "head")
     default_input_size = (224, 224)
 
     def __init__(self, variant: str = "swin_tiny_patch4_window7_224", in_channels: int = 3,
@@ -64,9 +64,9 @@ class SwinUNet(ZooModel):
                                    n_skip=n_skip, head_channels=head_channels,
                                    scale_factors=factors, stage_prefix="")
         self.head = nn.Conv2d(decoder_channels[-1], num_classes, 3, padding=1)
-        self.stages = (("encoder", "patch_embed")
-                       + tuple(f"stage{i + 1}" for i in range(_NUM_LEVELS))
-                       + ("decoder",) + self.decoder.stage_names + ("head",))
+        self.stage_names = (("encoder", "patch_embed")
+                            + tuple(f"stage{i + 1}" for i in range(_NUM_LEVELS))
+                            + ("decoder",) + self.decoder.stage_names + ("head",))
 
     def forward(self, image: torch.Tensor) -> torch.Tensor:
         """Logits ``[B, num_classes, H, W]`` for a normalised ``image`` ``[B, C, H, W]``."""

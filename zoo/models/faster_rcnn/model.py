@@ -53,7 +53,7 @@ class StagedFasterRCNN(FasterRCNN, ZooModel):
     """
 
     default_input_size = (224, 224)
-    stages = (
+    stage_names = (
         "get_original_images_sizes", "transform", "backbonefpn_body", "backbonefpn_fpn",
         "backbonefpn_fpn_inner_3", "backbonefpn_fpn_layer_3",
         *[name for idx in (2, 1, 0) for name in (

@@ -121,7 +121,7 @@ class GMFlow(ZooModel):
 
     first_conv = "backbone.conv1"
 
-    stages = gmflow_stage_names((-1,))
+    stage_names = gmflow_stage_names((-1,))
     default_input_size = (384, 768)
     input_scale = 255.0
     input_kind = "image_pair"
@@ -168,8 +168,8 @@ class GMFlow(ZooModel):
         mean, std = image_statistics(in_channels)
         self.register_buffer("mean", mean, persistent=False)
         self.register_buffer("std", std, persistent=False)
-        self.stages = gmflow_stage_names(self.corr_radius_list, num_transformer_layers,
-                                         position_encoding)
+        self.stage_names = gmflow_stage_names(self.corr_radius_list, num_transformer_layers,
+                                              position_encoding)
 
     @staticmethod
     def _layer3_stride(upsample_factor: int, first_stride: int) -> int:
@@ -227,7 +227,7 @@ class GMFlow(ZooModel):
             "upsampler": "convex-combination softmax and weighted flow sum in float32; its "
                          "conv head runs in run.dtype",
         }
-        return {name: what for name, what in parts.items() if name in self.stages}
+        return {name: what for name, what in parts.items() if name in self.stage_names}
 
     def check_input_size(self, size: Sequence[int], *, pad: bool = False) -> tuple[int, int]:
         """``(H, W)`` when both are multiples of :attr:`size_divisor`; the next multiples up

@@ -20,7 +20,7 @@ class GMFlowRefine(GMFlow):
     Every per-scale stage is then called once per scale; ``call_index`` 0 is the 1/8 scale.
     """
 
-    stages = gmflow_stage_names((-1, 4))
+    stage_names = gmflow_stage_names((-1, 4))
 
     def __init__(self, *, num_scales: int = 2, upsample_factor: int = 4,
                  attn_splits_list: Sequence[int] = (2, 8),

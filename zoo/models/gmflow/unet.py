@@ -40,8 +40,9 @@ class GMFlowUNet(GMFlow):
         **options: GMFlow's options (one scale).
     """
 
-    stages = GMFlow.stages + ("decoder_conv_more", "decoder_block1", "decoder_block2",
-                              "decoder_block3", "decoder_block4", "flow_head")
+    stage_names = GMFlow.stage_names + ("decoder_conv_more", "decoder_block1",
+                                        "decoder_block2", "decoder_block3", "decoder_block4",
+                                        "flow_head")
 
     def __init__(self, *, decoder_channels: Sequence[int] = (128, 96, 64, 16),
                  head_channels: int = 512, n_skip: int = 3, **options: Any) -> None:
@@ -60,7 +61,7 @@ class GMFlowUNet(GMFlow):
         self.flow_head = nn.Conv2d(decoder_channels[-1], 2, 3, padding=1)
         nn.init.zeros_(self.flow_head.weight)
         nn.init.zeros_(self.flow_head.bias)
-        self.stages = self.stages + self.decoder.stage_names + ("flow_head",)
+        self.stage_names = self.stage_names + self.decoder.stage_names + ("flow_head",)
 
     def forward(self, img0: torch.Tensor, img1: torch.Tensor, **options: Any
                 ) -> dict[str, list[torch.Tensor]]:

@@ -41,8 +41,8 @@ class SwiftNet(ZooModel):
 
     first_conv = "encoder.conv1"
 
-    stages = ("encoder", "stem", "layer1", "layer2", "layer3", "layer4", "spp", "decoder",
-              "up1", "up2", "up3", "post")
+    stage_names = ("encoder", "stem", "layer1", "layer2", "layer3", "layer4", "spp", "decoder",
+                   "up1", "up2", "up3", "post")
     default_input_size = (1024, 2048)
     input_scale = 255.0
     #: the encoder's total stride.
