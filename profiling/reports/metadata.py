@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import importlib.metadata
 import platform
+import shlex
 import socket
 import subprocess
 import sys
@@ -62,6 +63,16 @@ def _versions() -> dict[str, Optional[str]]:
     return versions
 
 
+def typed_command() -> str:
+    """The command line as it was typed: ``python -m zoo.profile model=gmflow`` rather than the
+    path of the module's file that ``sys.argv[0]`` holds under ``-m``."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    program = f"python -m {spec.name}" if spec is not None and spec.name else \
+        shlex.quote(sys.argv[0] if sys.argv else "python")
+    return " ".join([program, *map(shlex.quote, sys.argv[1:])])
+
+
 def run_metadata(config: Any, device: str, **extra: Any) -> dict[str, Any]:
     """The contents of ``meta.json``: config, versions, device, host, git commit, time."""
     return {
@@ -75,6 +86,6 @@ def run_metadata(config: Any, device: str, **extra: Any) -> dict[str, Any]:
         "cpu_threads": torch.get_num_threads(),
         "git_commit": _git_commit(),
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(sys.argv),
+        "command": typed_command(),
         **extra,
     }

@@ -1,0 +1,45 @@
+"""``--help`` and bad options are answered without loading torch (issue: the house), and
+``meta.json`` records the command as it was typed."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imported_modules(*args: str) -> tuple[set[str], subprocess.CompletedProcess]:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "zoo.profile", *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    names = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
+             if line.startswith("import time:")}
+    return names, done
+
+
+@pytest.mark.parametrize("args, expected_code", [
+    (["--help"], 0),
+    (["input.batch=abc"], 2),
+    (["model=gmflow", "model.pred_bidir_flow=maybe"], 2),
+    (["inptu.size=[1,2]"], 2),
+])
+def test_help_and_bad_options_do_not_load_torch(args, expected_code):
+    modules, done = _imported_modules(*args)
+    assert done.returncode == expected_code
+    assert "hydra" in modules and "zoo.cli" in modules
+    assert not {m for m in modules if m == "torch" or m.startswith("torch.")}
+    assert "pandas" not in modules
+
+
+def test_the_command_is_recorded_as_typed(monkeypatch):
+    from profiling.reports.metadata import typed_command
+
+    monkeypatch.setattr(sys, "argv", ["/somewhere/zoo/profile.py", "model=gmflow",
+                                      "input.size=[64,96]"])
+    main = type(sys)("__main__")
+    main.__spec__ = type("Spec", (), {"name": "zoo.profile"})()
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    assert typed_command() == "python -m zoo.profile model=gmflow 'input.size=[64,96]'"
