@@ -57,5 +57,5 @@ def _classes(names: Sequence[str]) -> list[type[Collector]]:
     unknown = [name for name, cls in zip(names, found) if cls is None]
     if unknown:
         raise ProfilingError(f"unknown collector(s) {', '.join(unknown)}; choose from: payload, "
-                             f"{', '.join(_COLLECTORS)}")
+                             f"{', '.join(sorted(_COLLECTORS))}")
     return found
