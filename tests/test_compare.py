@@ -132,3 +132,17 @@ def test_a_small_change_is_not_significant_below_the_minimum(tmp_path):
     assert table.loc["x", "time_ratio"] == pytest.approx(1.03)
     assert not table.loc["x", "significant"]  # excludes 1, but 3% < 5%
     assert compare_runs(a, b, min_change=0.02).set_index("stage").loc["x", "significant"]
+
+
+def test_a_noisy_run_raises_the_smallest_significant_change(tmp_path):
+    from profiling.reports.compare import change_threshold, compare_runs
+
+    assert change_threshold({"noise": {"forward_cv": 0.3}}, {"forward_ms": [9.0, 11.0]}) == 0.3
+    # without a noise record, the CV of forward_ms: sqrt(2) / 10
+    assert change_threshold({}, {"forward_ms": [9.0, 11.0]}) == pytest.approx(0.141421, 1e-5)
+    assert change_threshold({"noise": {"forward_cv": 0.01}}, {}) == 0.05
+    a = _run_folder(tmp_path, "a", {"x": [10.0] * 6}, [10.0] * 6, {"forward_cv": 0.3})
+    b = _run_folder(tmp_path, "b", {"x": [12.0] * 6}, [12.0] * 6)
+    table = compare_runs(a, b).set_index("stage")
+    assert table.loc["x", "time_ratio"] == 1.2 and table.loc["x", "time_ratio_ci95_low"] == 1.2
+    assert not table.loc["x", "significant"] and (table["min_change"] == 0.3).all()

@@ -5,25 +5,29 @@ each stage call and for the whole forward, :func:`compare_runs` adds the ratio B
 median times with its 95% interval, a percentile bootstrap of the ratio of medians over the two
 runs' repeats (``times.csv`` and ``meta.json``'s ``forward_ms``; seeded, so the same runs give
 the same interval), and ``significant``: the interval excludes 1 and the change is at least
-``min_change`` (default 5%, below the drift between two runs of one configuration on a shared
-machine; see ``docs/statistics.md``).
+``min_change`` (default 5%, the drift between two runs of one configuration on a quiet
+machine), raised to the larger forward CV of the two runs when that is larger
+(:func:`change_threshold`; see ``docs/statistics.md``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Mapping, Optional
 
 import numpy as np
 import pandas as pd
 
 from ..noise import unreliable_reasons
-from ..statistics import RATIO_CI_METHOD, is_significant, ratio_interval
+from ..statistics import (RATIO_CI_METHOD, coefficient_of_variation, is_significant,
+                          ratio_interval)
 from .repeats import read_times
 from .runs import RunRecord, flatten_config, forward_median
 
 __all__ = ["COMPARED_METRICS", "compare_stages", "compare_runs", "add_significance",
-           "forward_comparison", "config_differences", "format_comparison", "MIN_CHANGE",
+           "forward_comparison", "change_threshold", "config_differences",
+           "format_comparison", "MIN_CHANGE",
            "FORWARD"]
 
 #: The smallest change of a time that :func:`compare_runs` calls significant (relative).
@@ -142,8 +146,11 @@ def format_comparison(table: pd.DataFrame, a: RunRecord, b: RunRecord, *,
             else:
                 line += f"{_change(first, second):>12}"
         lines.append(line)
+    if "min_change" in table and len(table):
+        min_change = float(table["min_change"].iloc[0])
     lines.append(f"(* significant: the {RATIO_CI_METHOD} B/A excludes 1 and the change is at "
-                 f"least {min_change:.0%}; a change in parentheses is within the noise. "
+                 f"least {min_change:.0%} (--min-change, or a run's forward CV where "
+                 f"larger); a change in parentheses is within the noise. "
                  f"Payload, memory peaks and GFLOPs are exact; MB: 1e6 bytes)")
     return "\n".join(lines)
 
@@ -230,11 +237,33 @@ def compare_runs(a: RunRecord, b: RunRecord, *, min_change: float = MIN_CHANGE,
     metric = _time_metric(a.stages, b.stages)
     if metric is None:
         return table
+    threshold = change_threshold(a.meta, b.meta, min_change)
     table = add_significance(table, read_times(a.directory), read_times(b.directory), metric,
-                             min_change=min_change, seed=seed)
+                             min_change=threshold, seed=seed)
     forward = pd.DataFrame([forward_comparison(a.meta, b.meta, column=f"{metric}_median",
-                                               min_change=min_change, seed=seed)])
-    return pd.concat([forward, table], ignore_index=True)
+                                               min_change=threshold, seed=seed)])
+    table = pd.concat([forward, table], ignore_index=True)
+    table["min_change"] = threshold
+    return table
+
+
+def change_threshold(a: Mapping[str, Any], b: Mapping[str, Any],
+                     min_change: float = MIN_CHANGE) -> float:
+    """The smallest change called significant between runs with these ``meta.json``:
+    ``min_change``, or the larger forward CV of the two runs when that is larger.
+
+    The bootstrap sees the noise within each run only; a machine whose load moves the
+    forward by 30% from one repeat to the next moves it as much from one run to the next,
+    and a change smaller than that cannot be told from it.
+    """
+    spreads = [min_change]
+    for meta in (a, b):
+        cv = (meta.get("noise") or {}).get("forward_cv")
+        if cv is None:
+            cv = coefficient_of_variation(meta.get("forward_ms") or [])
+        if cv is not None and not math.isnan(cv):
+            spreads.append(float(cv))
+    return max(spreads)
 
 
 def noise_summary(meta: Mapping[str, Any]) -> str:
