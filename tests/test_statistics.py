@@ -147,8 +147,8 @@ def test_auto_repeats_refuse_impossible_targets():
 def test_aggregate_and_repeat_table_carry_the_interval_and_the_raw_repeats():
     clock = _FakeClock()
     durations = [1.0] + [float(v) for v in range(1, 11)]
-    result = profile_model(_Timed(clock, durations).eval(), (torch.zeros(2),), collectors=("cpu_time",),
-                           warmup=1, repeats=10, clock=clock)
+    result = profile_model(_Timed(clock, durations).eval(), (torch.zeros(2),),
+                           collectors=("cpu_time",), warmup=1, repeats=10, clock=clock)
     assert result.forward_ms == [float(v) for v in range(1, 11)]
     assert result.noise["forward_median_ci95_ms"] == [2.0, 9.0]
     row = result.stages.iloc[0]
@@ -160,3 +160,21 @@ def test_aggregate_and_repeat_table_carry_the_interval_and_the_raw_repeats():
         (ordered[1], ordered[8])
     single = aggregate_stages(result.calls, result.timed[:1]).iloc[0]
     assert math.isnan(single["cpu_time_ms_median_ci95_low"])
+
+
+@pytest.mark.slow
+def test_two_transformer_layers_make_gmflows_transformer_significantly_faster(tmp_path):
+    from profiling.reports.compare import compare_runs
+    from profiling.reports.runs import read_run
+    from zoo.app import run_profile
+    from zoo.cli import compose_config
+
+    common = ["model=gmflow", "input.size=[128,192]", "run.warmup=1", "run.repeats=7",
+              "collectors=[payload,cpu_time]"]
+    for name, extra in (("six", []), ("two", ["model.num_transformer_layers=2"])):
+        run_profile(compose_config(common + extra), tmp_path / name, print_summary=False)
+    table = compare_runs(read_run(tmp_path / "six"), read_run(tmp_path / "two"))
+    transformer = table.set_index("stage").loc["transformer"]
+    assert transformer["significant"] and transformer["time_ratio_ci95_high"] < 1.0
+    # the encoder is the same network in both: its change, if any, is not called significant
+    assert not table.set_index("stage").loc["backbone", "significant"]
