@@ -209,7 +209,7 @@ def _(x):
     return torch.empty_like(x)
 
 
-def test_coverage_names_an_operator_without_formula():
+def test_uncounted_names_an_operator_without_formula():
     x = torch.randn(3, 4)
     counting = counted(lambda t: _mystery(_mystery(t)) + 1, x)
     assert counting.uncounted == {"stagezoo_test.mystery": 2}
