@@ -37,7 +37,7 @@ class ProfileResult:
             :func:`~profiling.aggregate.aggregate_stages`).
         output: what the model returned in its first timed forward, else in the analysis pass:
             forwards whose operators are not counted, so exactly what the plain model returns.
-        collectors: the collector objects used, by name (e.g. the op counter's coverage).
+        collectors: the collector objects used, by name (e.g. the op counter's uncounted ops).
         notes: what the run had to do that the user should know (inputs restored, ...).
         noise: how noisy the timed forwards were (:func:`profiling.noise.noise_report`, plus
             ``auto_repeats`` for ``repeats=AutoRepeats(...)``); ``{}`` without timed forwards.
