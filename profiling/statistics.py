@@ -135,7 +135,8 @@ class AutoRepeats:
     Attributes:
         target_ci: the interval's half-width wanted, relative to the median (0.02: ±2%).
         max_time_s: the time after which the repeats stop whatever the interval.
-        min_repeats: the repeats made before the interval is first looked at.
+        min_repeats: the repeats made before the interval is first looked at, and made even
+            when they take longer than ``max_time_s``.
     """
 
     target_ci: float = 0.02
@@ -143,10 +144,10 @@ class AutoRepeats:
     min_repeats: int = 5
 
     def stop_reason(self, forward_ms: Sequence[float], elapsed_s: float) -> str:
-        """``"target"`` or ``"time"`` when the repeats should stop, else ``""``."""
-        if len(forward_ms) >= self.min_repeats and \
-                relative_half_width(forward_ms) <= self.target_ci:
+        """``"target"`` or ``"time"`` when the repeats should stop, else ``""``; never
+        before ``min_repeats``, even when the time is up."""
+        if len(forward_ms) < self.min_repeats:
+            return ""
+        if relative_half_width(forward_ms) <= self.target_ci:
             return "target"
-        if elapsed_s >= self.max_time_s and forward_ms:
-            return "time"
-        return ""
+        return "time" if elapsed_s >= self.max_time_s else ""

@@ -139,6 +139,14 @@ def test_auto_repeats_go_on_under_noise_until_the_time_is_up():
     assert auto["repeats"] == len(result.forward_ms) > 5
 
 
+def test_auto_repeats_make_the_minimum_even_when_the_time_is_up():
+    generator = np.random.default_rng(1)
+    slow = iter(lambda: float(generator.uniform(900.0, 1500.0)), None)
+    result = _auto(slow, target_ci=0.02, max_time_s=1.0, min_repeats=5)
+    assert len(result.forward_ms) == 5
+    assert result.noise["auto_repeats"]["stopped_by"] == "time"
+
+
 def test_auto_repeats_refuse_impossible_targets():
     with pytest.raises(ProfilingError, match="target_ci > 0"):
         _auto(iter(lambda: 1.0, None), target_ci=0.0)
