@@ -53,6 +53,34 @@ class ProfileResult:
     notes: list[str] = field(default_factory=list)
     noise: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def totals(self) -> Optional[dict[str, int]]:
+        """The whole forward's counts (``macs``, ``flops``, ``bytes_read``, ...), or ``None``
+        when operations were not counted."""
+        counter = self.collectors.get("op_counts")
+        return counter.total.as_dict() if counter is not None else None
+
+    @property
+    def uncounted(self) -> dict[str, int]:
+        """Calls per operator that ran but has no count formula (empty when not counted)."""
+        counter = self.collectors.get("op_counts")
+        return dict(counter.uncounted) if counter is not None else {}
+
+    @property
+    def module_counts(self) -> Optional[dict[str, Any]]:
+        """Per-module count records by module path (for the layer and module tables), or
+        ``None`` when operations were not counted."""
+        counter = self.collectors.get("op_counts")
+        return counter.modules if counter is not None else None
+
+    @property
+    def module_seconds(self) -> tuple[Optional[dict[str, float]], Optional[dict[str, float]]]:
+        """Each module's last-call and total time in seconds (``module_time``), or
+        ``(None, None)``."""
+        timer = self.collectors.get("module_time")
+        return (timer.last_call_seconds, timer.total_seconds) if timer is not None else (None,
+                                                                                         None)
+
 
 def _passes(collectors: Sequence[Union[str, Collector]]
             ) -> tuple[list[tuple[str, list[Collector]]], list[Collector]]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Union
 
 import torch
 from hydra.core.hydra_config import HydraConfig
@@ -13,22 +13,21 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from profiling.aggregate import repeat_table
-from profiling.errors import ProfilingError
+from profiling.errors import ProfilingError, add_context
 from profiling.noise import noise_line
-from profiling.reports.files import write_files
-from profiling.reports.layers_table import layers_files, layers_table
-from profiling.reports.metadata import host_name, run_metadata
-from profiling.reports.modules_table import modules_files
-from profiling.reports.payload_log import format_payload_log
-from profiling.reports.repeats import TIMES_FILE
+from profiling.payload import iter_tensors
+from profiling.reports.files import write_folder
+from profiling.reports.run_folder import TRACE_FILE, run_files
 from profiling.reports.summary import format_summary, run_totals
-from profiling.roofline import Ceilings, add_roofline_columns, ceilings_for_device, load_ceilings
+from profiling.roofline import Ceilings, ceilings_for_device, load_ceilings
 from profiling.runner import ProfileResult, check_run_options, profile_model
 from profiling.statistics import AutoRepeats
 
+from .cli import check_composed
 from .deploy import Deployment, roofline_dtype
 from .errors import ConfigError
-from .extras import optional_outputs
+from .images import image_inputs
+from .inputs import check_frames
 from .progress import ForwardProgress
 
 __all__ = ["ProfileRun", "run_profile", "resolve_device", "build_model", "make_inputs",
@@ -63,8 +62,50 @@ def resolve_device(device_config: Any) -> torch.device:
     raise ConfigError(f"unknown device '{name}'; choose device=cpu, device=cuda or device=meta")
 
 
-def build_model(model_config: Any, seed: int) -> torch.nn.Module:
-    """Instantiate the ``model`` config node with the weights' initialisation seeded."""
+def build_model(model_config: Any, seed: int, device: Optional[torch.device] = None
+                ) -> torch.nn.Module:
+    """Instantiate the ``model`` config node with the weights' initialisation seeded.
+
+    For ``device=meta`` (and no checkpoint) every parameter is put on the meta device as it is
+    registered, so that its initialisation costs nothing, whatever the model's size. A builder
+    that runs the model while building (torchvision's SSDlite probes its backbone's channels)
+    is built on the CPU instead.
+    """
+    if device is not None and device.type == "meta" and not model_config.get("checkpoint"):
+        try:
+            with parameters_on_meta():
+                return _instantiate(model_config, seed)
+        except Exception as error:  # noqa: BLE001  (Hydra wraps the builder's error)
+            cause = error.__cause__ or error
+            if not isinstance(cause, (NotImplementedError, RuntimeError)) or \
+                    "meta" not in str(cause):
+                raise
+    return _instantiate(model_config, seed)
+
+
+@contextmanager
+def parameters_on_meta() -> Iterator[None]:
+    """While the block runs, every parameter a module registers is moved to the meta device.
+
+    Other tensors a builder makes stay where they are made, so a builder that computes sizes
+    from tensors (torchvision's RegNet) still works; ``nn.Module.register_parameter`` is
+    restored on the way out, also after an exception.
+    """
+    original = torch.nn.Module.register_parameter
+
+    def register_on_meta(module: torch.nn.Module, name: str, param: Any) -> None:
+        if param is not None and not param.is_meta:
+            param = type(param)(param.to("meta"), requires_grad=param.requires_grad)
+        original(module, name, param)
+
+    torch.nn.Module.register_parameter = register_on_meta
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = original
+
+
+def _instantiate(model_config: Any, seed: int) -> torch.nn.Module:
     torch.manual_seed(seed)
     try:
         return instantiate(model_config)
@@ -96,15 +137,29 @@ def _collectors(cfg: DictConfig) -> list[str]:
 
 def make_inputs(cfg: DictConfig, model: torch.nn.Module, device: torch.device
                 ) -> tuple[tuple[Any, ...], list[str]]:
-    """The seeded inputs of the run, padded if ``input.pad`` asks for it, and notes."""
+    """The inputs of the run in the form the model takes (:mod:`zoo.inputs`): seeded random
+    ones, or the files of ``input.images`` converted as the model expects (:mod:`zoo.images`),
+    padded if ``input.pad`` asks for it; and notes (the files, the rule, the padding)."""
     batch = int(cfg.input.batch)
     if batch < 1:
         raise ConfigError(f"input.batch must be at least 1, got {batch}")
     size = _input_size(cfg, model)
     fed = tuple(model.check_input_size(size, pad=bool(cfg.input.get("pad", False))))
-    generator = torch.Generator().manual_seed(int(cfg.run.seed))
-    inputs = model.example_inputs(batch, size, generator=generator, device=device)
-    notes = []
+    kind = getattr(model, "input_kind", "image")
+    frames = check_frames(cfg.input.get("frames")) if kind == "clip" else None
+    frames = frames or getattr(model, "default_frames", None)
+    images = cfg.input.get("images")
+    notes: list[str] = []
+    if images:
+        images = OmegaConf.to_container(images) if isinstance(images, ListConfig) else images
+        inputs, notes = image_inputs(model, images, batch=batch, size=size, frames=frames,
+                                     device=device)
+    else:
+        generator = torch.Generator().manual_seed(int(cfg.run.seed))
+        extra = {"frames": frames} if kind == "clip" else {}
+        inputs = model.example_inputs(batch, size, generator=generator, device=device, **extra)
+    if kind == "clip":
+        notes.append(f"input: clips of {frames} frames ([B, C, T, H, W])")
     if fed != size:
         inputs = model.pad_inputs(inputs, fed)
         notes.append(f"input padded from {size[0]}x{size[1]} to {fed[0]}x{fed[1]} "
@@ -116,7 +171,7 @@ def prepare(cfg: DictConfig, device: torch.device
             ) -> tuple[torch.nn.Module, tuple[Any, ...], dict[str, str], list[str]]:
     """The model in eval mode on ``device``, its seeded inputs, its attached stages, and notes
     (padding; on the meta device, what the model assumes there)."""
-    model = build_model(cfg.model, int(cfg.run.seed)).eval().to(device)
+    model = build_model(cfg.model, int(cfg.run.seed), device).eval().to(device)
     inputs, notes = make_inputs(cfg, model, device)
     if device.type == "meta" and model.meta_note():
         notes.append(model.meta_note())
@@ -142,40 +197,50 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     Every input is checked before anything is written; the files appear all together at the
     end (see :func:`profiling.reports.files.write_files`).
     """
+    check_composed(cfg)
     device = resolve_device(cfg.device)
     repeats, warmup = run_repeats(cfg.run), int(cfg.run.warmup)
     check_run_options(warmup, repeats)  # before the model is built: fail fast
     collectors = _collectors(cfg)
+    ceilings = _ceilings(cfg, device)  # a bad ceilings file fails before the profile
     deployment = Deployment.from_config(cfg.run)
     deployment.check(device, timed=bool({"cpu_time", "cuda_time"} & set(collectors)),
                      warmup=warmup)
     model, inputs, attach, notes = prepare(cfg, device)
     running = deployment.running(device, str(cfg.model.name))
-    with ForwardProgress(str(cfg.model.name)) as progress, running:
-        result = profile_model(model, inputs, collectors=collectors, warmup=warmup,
-                               repeats=repeats, attach=attach, progress=progress,
-                               timed_model=deployment.timed_model(model))
+    try:
+        with ForwardProgress(str(cfg.model.name)) as progress, running:
+            result = profile_model(model, inputs, collectors=collectors, warmup=warmup,
+                                   repeats=repeats, attach=attach, progress=progress,
+                                   timed_model=deployment.timed_model(model))
+    except BaseException as error:
+        add_context(error, "input " + " + ".join(
+            "x".join(map(str, t.shape)) for t in iter_tensors(inputs)))
+        raise
     notes += deployment.notes(model)
-    ceilings = _ceilings(cfg, device)
-    if ceilings is not None and "op_counts" in result.collectors:
-        add_roofline_columns(result.stages, ceilings, roofline_dtype(cfg))
-    tables = _count_tables(model, result)
-    with deployment.running(device, str(cfg.model.name)):
-        files, extra_notes = optional_outputs(cfg, model, inputs, attach, result.stages,
-                                              ceilings, layers=tables.get("layers.csv"))
-    notes += extra_notes
-    files.update(tables)
-    files.update(_render(cfg, model, result, device, notes, ceilings))
-    paths = write_files(run_dir, files)
+    extra_files = {}
+    if cfg.get("trace", False):
+        from profiling.trace import trace_forward
+
+        with deployment.running(device, str(cfg.model.name)):
+            extra_files[TRACE_FILE] = trace_forward(model, inputs, attach=attach)
+    files, notes = run_files(
+        result, model, config=OmegaConf.to_container(cfg, resolve=True), notes=notes,
+        ceilings=ceilings, roofline_dtype=roofline_dtype(cfg), plots=bool(cfg.get("plots")),
+        ceilings_source=_ceilings_reference(cfg, ceilings) if ceilings is not None else None,
+        metadata={"device": str(device), "overrides": _job_overrides(),
+                  "checkpoint": getattr(model, "checkpoint_file", None),
+                  "deployment": deployment.metadata(model)})
+    files.update(extra_files)
+    paths = write_folder(run_dir, files, overwrite=bool(cfg.run.get("overwrite", False)))
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
         print(format_summary(result.stages, times=repeat_table(result.timed),
                              totals=run_totals(result, model, inputs)))
         for note in notes:
             print(f"note: {note}")
-        counter = result.collectors.get("op_counts")
-        if counter is not None and counter.uncounted:
-            print(f"note: no FLOP formula for {len(counter.uncounted)} operator(s), listed in "
-                  f"meta.json under uncounted_ops: {', '.join(sorted(counter.uncounted))}")
+        if result.uncounted:
+            print(f"note: no FLOP formula for {len(result.uncounted)} operator(s), listed in "
+                  f"meta.json under uncounted_ops: {', '.join(sorted(result.uncounted))}")
         print(f"run directory: {Path(run_dir).resolve()}")
         if noise_line(result.noise):
             print(noise_line(result.noise))
@@ -185,48 +250,6 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
 def _job_overrides() -> list[str]:
     """The command-line overrides of the Hydra job running now (``[]`` outside Hydra)."""
     return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
-
-
-def _render(cfg: DictConfig, model: torch.nn.Module, result: ProfileResult,
-            device: torch.device, notes: Sequence[str], ceilings: Optional[Ceilings]
-            ) -> dict[str, Any]:
-    label = getattr(model, "payload_log_label", None)
-    files: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    counter = result.collectors.get("op_counts")
-    if counter is not None:
-        extra["uncounted_ops"] = counter.uncounted
-        extra["totals"] = counter.total.as_dict()
-        if ceilings is not None:
-            extra["roofline"] = {"ceilings": _ceilings_reference(cfg, ceilings),
-                                 "device": ceilings.name, "dtype": roofline_dtype(cfg)}
-    extra["deployment"] = Deployment.from_config(cfg.run).metadata(model)
-    metadata = run_metadata(OmegaConf.to_container(cfg, resolve=True), str(device),
-                            notes=list(notes), forward_ms=result.forward_ms, noise=result.noise,
-                            parameters=sum(p.numel() for p in model.parameters()),
-                            overrides=_job_overrides(), **extra)
-    files.update({
-        "stages.csv": result.stages,
-        **({TIMES_FILE: repeat_table(result.timed)} if result.timed else {}),
-        "payload.log": format_payload_log(result.events, result.stages, host=host_name(),
-                                          device=device.type, label=label),
-        "meta.json": json.dumps(metadata, indent=2, default=str) + "\n",
-    })
-    return files
-
-
-def _count_tables(model: torch.nn.Module, result: ProfileResult) -> dict[str, Any]:
-    """The layer and module tables of a run that counted operations (else none), with the
-    module times when measured."""
-    counter = result.collectors.get("op_counts")
-    if counter is None:
-        return {}
-    module_time = result.collectors.get("module_time")
-    last_call, total = ((module_time.last_call_seconds, module_time.total_seconds)
-                        if module_time is not None else (None, None))
-    return {**layers_files(layers_table(model, counter.modules, last_call),
-                           counter.total.as_dict()),
-            **modules_files(model, counter.modules, seconds=total)}
 
 
 def _ceilings_reference(cfg: DictConfig, ceilings: Ceilings) -> str:

@@ -17,10 +17,14 @@ def random_images(batch: int, channels: int, size: Sequence[int], *, generator: 
                   device: Any = "cpu", scale: float = 1.0) -> torch.Tensor:
     """A seeded ``[batch, channels, H, W]`` float tensor uniform in ``[0, scale)``.
 
-    The values are drawn on the CPU so that every device sees the same data, then moved.
+    The values are drawn on the CPU so that every device sees the same data, then moved. On
+    the meta device nothing is drawn: the tensor is made there directly, so a meta analysis
+    needs no memory for its inputs at any size.
     """
-    images = torch.rand(batch, channels, int(size[0]), int(size[1]), generator=generator) * scale
-    return images.to(device)
+    shape = (batch, channels, int(size[0]), int(size[1]))
+    if torch.device(device).type == "meta":
+        return torch.empty(shape, device="meta")
+    return torch.rand(shape, generator=generator).mul_(scale).to(device)
 
 
 class ZooModel(nn.Module):

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import fnmatch
 import inspect
+import typing
 from typing import Any, Callable, Optional
 
 import torch
 
 from .errors import ConfigError
 from .stage_selection import check_stage_options, select_stage_paths
+from .options import check_value, checker_for_annotation
 
 __all__ = ["register_model", "create_model", "list_models", "model_options"]
 
@@ -65,11 +67,14 @@ def _builder(name: str) -> Callable[..., torch.nn.Module]:
 def create_model(name: str, **options: Any) -> torch.nn.Module:
     """Build the registered model ``name`` with the given options.
 
+    Every option is checked against the type annotation of the builder's parameter: a
+    ``bool`` takes only ``True`` or ``False``, an ``int`` only integers, and so on.
+
     Every model also takes ``stage_depth`` and ``stage_paths``: more stages, attached to its
     submodules by path (:func:`zoo.stage_selection.select_stage_paths`).
 
     Raises:
-        ConfigError: for an unknown model or option.
+        ConfigError: for an unknown model or option, or a value of the wrong type.
     """
     builder = _builder(name)
     accepted = model_options(name)
@@ -79,6 +84,10 @@ def create_model(name: str, **options: Any) -> torch.nn.Module:
                           f"accepted: {', '.join(sorted(accepted))}")
     stage_depth, stage_paths = check_stage_options(options.pop("stage_depth", 1),
                                                    options.pop("stage_paths", None))
+    hints = typing.get_type_hints(builder)
+    for option, value in options.items():
+        if option in hints:
+            check_value(f"model.{option}", value, checker_for_annotation(hints[option]))
     model = builder(**options)
     added = select_stage_paths(model, stage_depth, stage_paths)
     if added:

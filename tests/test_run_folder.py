@@ -1,0 +1,57 @@
+"""The run folder belongs to ``profiling``: a Python user's ``write_run`` gives the folder the
+command line writes (issue: the house)."""
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+import zoo
+from profiling import ProfilingError, profile_model, stage, write_run
+from profiling.reports.run_folder import run_files
+from zoo.app import run_profile
+from zoo.cli import compose_config
+
+META = ["model=swiftnet", "device=meta", "input.size=[64,128]", "summary=false"]
+
+
+def test_python_users_get_the_folder_the_cli_writes(tmp_path):
+    cli = run_profile(compose_config(META), tmp_path / "cli", print_summary=False)
+    model = zoo.create_model("swiftnet").eval().to("meta")
+    inputs = model.example_inputs(1, (64, 128), device="meta")
+    result = profile_model(model, inputs, collectors=["payload", "tensor_memory", "op_counts"])
+    paths = write_run(result, tmp_path / "python", model)
+    assert sorted(p.name for p in paths) == sorted(p.name for p in cli.files) == [
+        "layers.csv", "layers.txt", "meta.json", "modules.csv", "modules.txt", "payload.log",
+        "stages.csv"]
+    ours, theirs = (pd.read_csv(tmp_path / name / "stages.csv") for name in ("python", "cli"))
+    pd.testing.assert_frame_equal(ours, theirs)
+    meta = json.loads((tmp_path / "python" / "meta.json").read_text())
+    assert meta["device"] == "meta" and meta["parameters"] == 11_797_071
+    assert meta["totals"] == json.loads((tmp_path / "cli" / "meta.json").read_text())["totals"]
+
+
+def test_a_timed_run_keeps_its_repeats_and_its_notes():
+    class Doubling(torch.nn.Module):
+        def forward(self, x):
+            with stage("double", x) as s:
+                x.mul_(2)
+                return s.output(x + 1)
+
+    result = profile_model(Doubling().eval(), (torch.ones(3),), collectors=["cpu_time"],
+                           warmup=0, repeats=3)
+    files, notes = run_files(result, notes=["mine"])
+    assert sorted(files) == ["meta.json", "payload.log", "stages.csv", "times.csv"]
+    assert notes == ["mine", "the model changes its inputs in place; every pass was given the "
+                             "original values"]
+    assert len(files["times.csv"]) == 3
+    assert json.loads(files["meta.json"])["parameters"] is None
+
+
+def test_an_existing_folder_is_refused(tmp_path):
+    result = profile_model(torch.nn.Identity().eval(), (torch.ones(1),), collectors=["payload"])
+    write_run(result, tmp_path / "run")
+    with pytest.raises(ProfilingError, match="already holds files"):
+        write_run(result, tmp_path / "run")
+    assert write_run(result, tmp_path / "run", overwrite=True)
