@@ -31,7 +31,7 @@ from ..byte_ranges import EMPTY, ByteRanges, merge_ranges, view_ranges
 from ..counting import OpCounting
 from ..counting.registry import formula_for
 from ..cuts import Cut, CutTensor, Mark, alive_bytes, build_cuts
-from ..encodings import check_codecs, encoded_bytes
+from ..encodings import EarlyCompression, check_codecs, encoded_bytes
 from ..payload import iter_tensors
 from ..stages import StageCall
 from .base import Collector
@@ -187,6 +187,7 @@ class Liveness(Collector):
         self._starts: dict[int, int] = {}
         self._outputs: Optional[dict[int, ByteRanges]] = None
         self._mode: Optional[_Tracker] = None
+        self._early: Optional[EarlyCompression] = None
         self._counting = OpCounting()
         self._flops: list[int] = [0]
         self._traffic: list[int] = [0]
@@ -220,10 +221,14 @@ class Liveness(Collector):
             record = self.live.get(id(tensor.untyped_storage()))
             if (record is not None and self.last_mark >= record.version_start
                     and record.version not in record.pins):
-                record.pins[record.version] = record.storage_bytes()
+                record.pins[record.version] = content = record.storage_bytes()
+                if self._early is not None:
+                    self._early.submit((id(record), record.version), content, record.dtype)
         for tensor, _ in written:
             record = self.live.get(id(tensor.untyped_storage()))
             if record is not None and record.version in record.pins:
+                if self._early is not None:
+                    self._early.wait((id(record), record.version))
                 record.pins[record.version] = record.pins[record.version].clone()
 
     def price(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
@@ -279,6 +284,8 @@ class Liveness(Collector):
                 self.track(tensor, 0)
         self.keep_content = bool(self.codecs) and any(
             t.device.type != "meta" for t in iter_tensors(self.inputs))
+        if self.keep_content:
+            self._early = EarlyCompression(self.codecs)
         self.mark("input", "input")
         self._mode = _Tracker(self)
         self._mode.__enter__()
@@ -315,8 +322,12 @@ class Liveness(Collector):
         self.op_flops = np.array(self._flops, np.int64)
         self.op_bytes = np.array(self._traffic, np.int64)
         self.timeline = alive_bytes(self._records, self._outputs, last)
-        self.cuts = build_cuts(self._records, self._outputs, marks, last,
-                               self.codecs if self.keep_content else ())
+        try:
+            self.cuts = build_cuts(self._records, self._outputs, marks, last,
+                                   self.codecs if self.keep_content else (),
+                                   self._early.result if self._early is not None else None)
+        finally:
+            self._close_early()
         for cut in self.cuts:
             if cut.kind == "stage" and cut.call is not None:
                 cut.call.metrics.update({"cut_bytes": cut.raw_bytes,
@@ -328,8 +339,14 @@ class Liveness(Collector):
         for record in self._records:
             record.pins = {}
 
+    def _close_early(self) -> None:
+        if self._early is not None:
+            self._early.close()
+            self._early = None
+
     def close(self) -> None:
         if self._mode is not None:  # a forward that never reached end_forward
             self._mode.__exit__(None, None, None)
             self._mode = None
+        self._close_early()
         self.live, self._records, self._marks = {}, [], []
