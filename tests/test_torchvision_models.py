@@ -1,7 +1,7 @@
 """Every builder of ``torchvision.models.list_models()`` under the zoo's profile job.
 
 Each one runs on the meta device (the whole analysis, in seconds) and on the CPU at a tiny size
-(real compute; slow except one small model per family). Inputs follow the model's family.
+(real compute; slow except a few small ones, :data:`QUICK_ON_CPU`). Inputs follow the model's family.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from zoo.cli import compose_config
 #: docs/inputs.md lists the same.
 SKIPPED: dict[str, str] = {}
 
-#: CPU runs in the quick suite: one small model per family; every other CPU run is slow.
+#: CPU runs in the quick suite: small classification, segmentation, detection and video models
+#: (RAFT's twelve refinements take seconds even at 128x128; the zoo's GMFlow covers pairs);
+#: every other CPU run is slow.
 QUICK_ON_CPU = {"resnet18", "mobilenet_v3_small", "squeezenet1_1", "lraspp_mobilenet_v3_large",
-                "fasterrcnn_mobilenet_v3_large_320_fpn", "raft_small", "r3d_18",
-                "quantized_shufflenet_v2_x0_5", "vit_b_32"}
+                "fasterrcnn_mobilenet_v3_large_320_fpn", "r3d_18"}
 #: The small size everything runs at (raised to a model's documented minimum).
 SIDE = 32
 
@@ -35,7 +36,7 @@ def _weights_meta(arch: str) -> dict:
 
 def small_overrides(arch: str, device: str) -> list[str]:
     """The overrides that make ``arch`` small: its minimum size (from its weights' metadata),
-    a ViT built for twice its patch, detectors resizing to 64, short clips on the CPU."""
+    a ViT built for twice its patch, detectors resizing to 64, clips of the fewest frames."""
     meta = _weights_meta(arch)
     side = max(SIDE, *meta.get("min_size", (1, 1)))
     overrides = [f"model=torchvision", f"model.arch={arch}", f"device={device}",
@@ -49,7 +50,7 @@ def small_overrides(arch: str, device: str) -> list[str]:
         side = 64
         if "ssd" not in arch:  # SSD fixes its own size (300, 320)
             overrides.append("model.arch_options={min_size: 64, max_size: 64}")
-    elif ".video." in package and device == "cpu":
+    elif ".video." in package:
         overrides.append(f"input.frames={meta.get('min_temporal_size', 2)}")
     return overrides + [f"input.size=[{side},{side}]"]
 

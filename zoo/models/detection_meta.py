@@ -27,7 +27,7 @@ from typing import Any, Iterator, Optional
 import torch
 import torch.nn.functional as F
 
-__all__ = ["MetaSafeDetector", "meta_assumptions"]
+__all__ = ["MetaSafeDetector", "meta_assumptions", "finest_level_roi_align"]
 
 
 def _keep_all_in_score_order(boxes: torch.Tensor, scores: torch.Tensor, idxs: torch.Tensor,
@@ -36,8 +36,9 @@ def _keep_all_in_score_order(boxes: torch.Tensor, scores: torch.Tensor, idxs: to
     return torch.argsort(scores, descending=True)
 
 
-def _finest_level_roi_align(x_filtered, boxes, output_size, sampling_ratio, scales, mapper):
-    """``MultiScaleRoIAlign`` on meta: every box is pooled from the finest level."""
+def finest_level_roi_align(x_filtered, boxes, output_size, sampling_ratio, scales, mapper):
+    """``MultiScaleRoIAlign`` on meta: every box is pooled from the finest level (the same
+    output shape and cost per box as the real pooler, whose level depends on box sizes)."""
     from torchvision.ops import roi_align
     from torchvision.ops.poolers import _convert_to_roi_format
 
@@ -87,7 +88,7 @@ def meta_assumptions() -> Iterator[None]:
         stack.enter_context(fx_config.patch(meta_nonzero_assume_all_nonzero=True))
         stack.enter_context(_replaced(boxes, "batched_nms", _keep_all_in_score_order))
         stack.enter_context(_replaced(poolers, "_multiscale_roi_align",
-                                      _finest_level_roi_align))
+                                      finest_level_roi_align))
         stack.enter_context(_replaced(roi_heads, "heatmaps_to_keypoints",
                                       _keypoints_at_heatmap_resolution))
         stack.enter_context(_replaced(transform, "paste_masks_in_image",

@@ -17,11 +17,12 @@ from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHe
 from torchvision.models.detection.roi_heads import RoIHeads
 from torchvision.models.detection.rpn import (RegionProposalNetwork, RPNHead,
                                               concat_box_prediction_layers)
-from torchvision.ops import roi_align
 from torchvision.ops.feature_pyramid_network import FeaturePyramidNetwork
 from torchvision.ops.poolers import _filter_input, _setup_scales
 
 from profiling import probe, stage
+
+from ..detection_meta import finest_level_roi_align
 
 from ...precision import as_float32, float32_shaped
 
@@ -169,10 +170,8 @@ class StagedRoIHeads(RoIHeads):
             pooler.scales, pooler.map_levels = _setup_scales(levels, image_shapes,
                                                              pooler.canonical_scale,
                                                              pooler.canonical_level)
-        rois = torch.cat([torch.cat([torch.full_like(b[:, :1], i), b], dim=1)
-                          for i, b in enumerate(proposals)])
-        return roi_align(levels[0], rois, pooler.output_size, spatial_scale=pooler.scales[0],
-                         sampling_ratio=pooler.sampling_ratio)
+        return finest_level_roi_align(levels, proposals, pooler.output_size,
+                                      pooler.sampling_ratio, pooler.scales, pooler.map_levels)
 
     def _assumed_detections(self, class_logits, box_regression, proposals, image_shapes):
         """On the meta device: decoding and softmax as usual, then the first
