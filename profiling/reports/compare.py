@@ -270,7 +270,7 @@ def noise_summary(meta: Mapping[str, Any]) -> str:
     """One run's noise in a few words: forward CV, load average and cores, and a warning."""
     noise = meta.get("noise") or {}
     if not noise:
-        return "noise not recorded"
+        return "noise not recorded" if meta.get("forward_ms") else "not timed"
     cv = noise.get("forward_cv")
     load = noise.get("load_average_before") or [None]
     words = [f"forward CV {cv:.1%}" if cv is not None else "forward CV -",
