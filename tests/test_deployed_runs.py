@@ -101,9 +101,9 @@ def test_compiled_run_times_each_stage_and_agrees_with_eager(name, tmp_path):
         eager = call_model(eager_model, inputs)
     cfg = compose_config(overrides + ["run.compile=true"])
     run = run_profile(cfg, tmp_path / "run", print_summary=False)
-    stages = run.result.stages
-    assert stages["cpu_time_ms_median"].notna().sum() >= len(eager_model.stage_names) - 2  # probes
-    assert (stages["cpu_time_ms_median"].dropna() > 0).all()
+    stages = run.result.stages[run.result.stages["kind"] == "stage"]
+    assert set(stages["stage"]) == set(eager_model.stage_names) - {"feature0", "feature1"}
+    assert (stages["cpu_time_ms_median"] > 0).all()  # every stage call timed
     meta = json.loads((tmp_path / "run" / "meta.json").read_text())
     assert meta["deployment"]["graphs"] >= 4 and meta["deployment"]["compile"] is True
     assert any(note.startswith("compiled (torch.compile, mode=default) in the warm-up: "
