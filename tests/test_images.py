@@ -18,6 +18,10 @@ from zoo.images import (LUMA, SAMPLE_DIR, SAMPLE_FILES, convert_channels, fit_si
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torchvision.io in 0.29
 
 
+def _luma(red: float, green: float, blue: float) -> float:
+    return 0.299 * red + 0.587 * green + 0.114 * blue
+
+
 def _write_png(path: Path, pixels: torch.Tensor) -> Path:
     io.write_png(pixels, str(path))
     return path
@@ -40,7 +44,7 @@ def test_grey_to_colour_repeats_and_colour_to_grey_is_luma(tmp_path):
     colour = convert_channels(grey.float(), 3)
     assert colour.shape == (3, 2, 2) and all(torch.equal(c, grey[0].float()) for c in colour)
     rgb = torch.tensor([[[255.0]], [[100.0]], [[10.0]]])
-    assert convert_channels(rgb, 1).item() == pytest.approx(0.299 * 255 + 0.587 * 100 + 0.114 * 10)
+    assert convert_channels(rgb, 1).item() == pytest.approx(_luma(255, 100, 10))
     assert sum(LUMA) == pytest.approx(1.0)
     assert torch.equal(convert_channels(rgb, 4).flatten(), torch.tensor([255.0, 100, 10, 255]))
 
@@ -50,11 +54,11 @@ def test_files_are_converted_for_a_one_channel_and_a_three_channel_model(tmp_pat
     colour[0], colour[1], colour[2] = 200, 100, 50
     grey = torch.full((1, 8, 8), 128, dtype=torch.uint8)
     colour_file = _write_png(tmp_path / "a_colour.png", colour)
-    grey_file = _write_png(tmp_path / "b_grey.png", grey)
+    _write_png(tmp_path / "b_grey.png", grey)
     gray_swiftnet = zoo.create_model("swiftnet", in_channels=1).eval()
     (batch,), notes = image_inputs(gray_swiftnet, [str(colour_file)], batch=1, size=(8, 8))
     assert batch.shape == (1, 1, 8, 8)  # SwiftNet takes [0, 255]: luma, not rescaled
-    assert torch.allclose(batch, torch.full_like(batch, 0.299 * 200 + 0.587 * 100 + 0.114 * 50))
+    assert torch.allclose(batch, torch.full_like(batch, _luma(200, 100, 50)))
     classifier = zoo.create_model("torchvision", arch="resnet18").eval()
     (batch,), notes = image_inputs(classifier, str(tmp_path), batch=2, size=(8, 8))
     assert batch.shape == (2, 3, 8, 8)  # the folder, sorted: colour then grey
@@ -135,3 +139,18 @@ def test_sample_values_reach_the_model_in_its_range():
     expected = io.decode_image(io.read_file(str(SAMPLE_DIR / "chelsea_0.png"))).float()
     assert torch.equal(first[0], expected)  # 0..255, unscaled, at the files' own size
     assert float(second.max()) > 1.0
+
+
+def test_timm_models_normalise_with_their_pretrained_config(tmp_path):
+    colour = torch.zeros(3, 4, 4, dtype=torch.uint8)
+    colour[0], colour[1], colour[2] = 255, 100, 10
+    path = _write_png(tmp_path / "colour.png", colour)
+    vit = zoo.create_model("timm", arch="vit_tiny_patch16_224", arch_options={"img_size": 32})
+    assert (vit.input_mean, vit.input_std) == ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
+    (batch,), _ = image_inputs(vit, [str(path)], batch=1, size=(32, 32))
+    assert torch.allclose(batch[0, :, 0, 0], (torch.tensor([255, 100, 10]) / 255 - 0.5) / 0.5)
+    grey = zoo.create_model("timm", arch="resnet18", in_channels=1)
+    (batch,), _ = image_inputs(grey, [str(path)], batch=1, size=(4, 4))
+    expected = (_luma(255, 100, 10) / 255 - _luma(0.485, 0.456, 0.406)) / \
+        _luma(0.229, 0.224, 0.225)  # a 1-channel model: the luma of ImageNet's mean and std
+    assert batch.shape == (1, 1, 4, 4) and torch.allclose(batch, torch.tensor(expected), atol=1e-6)

@@ -1,7 +1,8 @@
 """Every builder of ``torchvision.models.list_models()`` under the zoo's profile job.
 
 Each one runs on the meta device (the whole analysis, in seconds) and on the CPU at a tiny size
-(real compute; slow except a few small ones, :data:`QUICK_ON_CPU`). Inputs follow the model's family.
+(real compute; slow but for a few small ones, :data:`QUICK_ON_CPU`). Inputs follow the model's
+family.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def small_overrides(arch: str, device: str) -> list[str]:
     a ViT built for twice its patch, detectors resizing to 64, clips of the fewest frames."""
     meta = _weights_meta(arch)
     side = max(SIDE, *meta.get("min_size", (1, 1)))
-    overrides = [f"model=torchvision", f"model.arch={arch}", f"device={device}",
+    overrides = ["model=torchvision", f"model.arch={arch}", f"device={device}",
                  "collectors=[payload,op_counts]" if device == "meta"
                  else "collectors=[payload,cpu_time]"]
     package = torchvision.models.get_model_builder(arch).__module__
