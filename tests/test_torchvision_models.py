@@ -135,6 +135,10 @@ def test_family_inputs_at_their_defaults():
     model, inputs, _, _ = prepare(cfg, torch.device("meta"))
     assert [tuple(i.shape) for i in inputs] == [(2, 3, 128, 160)] * 2
     assert model.input_mean == (0.5, 0.5, 0.5)  # RAFT's preset maps [0, 1] to [-1, 1]
+    cfg = compose_config(["model=torchvision", "model.arch=resnet18", "device=meta",
+                          "input.frames=4", "input.size=[32,32]"])
+    assert prepare(cfg, torch.device("meta"))[3] == [
+        "input.frames=4 is unused: this model takes one image batch [B, C, H, W], not clips"]
 
 
 def test_detector_on_meta_keeps_the_assumed_counts():

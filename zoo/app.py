@@ -27,7 +27,7 @@ from .cli import check_composed
 from .deploy import Deployment, roofline_dtype
 from .errors import ConfigError
 from .images import image_inputs
-from .inputs import check_frames
+from .inputs import INPUT_KINDS, check_frames
 from .progress import ForwardProgress
 
 __all__ = ["ProfileRun", "run_profile", "resolve_device", "build_model", "make_inputs",
@@ -160,6 +160,9 @@ def make_inputs(cfg: DictConfig, model: torch.nn.Module, device: torch.device
         inputs = model.example_inputs(batch, size, generator=generator, device=device, **extra)
     if kind == "clip":
         notes.append(f"input: clips of {frames} frames ([B, C, T, H, W])")
+    elif cfg.input.get("frames") is not None:
+        notes.append(f"input.frames={cfg.input.frames} is unused: this model takes "
+                     f"{INPUT_KINDS[kind]}, not clips")
     if fed != size:
         inputs = model.pad_inputs(inputs, fed)
         notes.append(f"input padded from {size[0]}x{size[1]} to {fed[0]}x{fed[1]} "
