@@ -51,6 +51,9 @@ def view_ranges(tensor: torch.Tensor) -> ByteRanges:
         return EMPTY
     itemsize = tensor.element_size()
     first = tensor.storage_offset()
+    if tensor.is_contiguous():
+        return (np.array([first * itemsize], np.int64),
+                np.array([(first + tensor.numel()) * itemsize], np.int64))
     dims = _dims(tensor.shape, tensor.stride())
     run = 1
     if dims and dims[-1][1] == 1:
@@ -74,8 +77,18 @@ def merge_ranges(parts: Iterable[ByteRanges]) -> ByteRanges:
     parts = [p for p in parts if len(p[0])]
     if not parts:
         return EMPTY
-    if len(parts) == 1 and len(parts[0][0]) == 1:
+    if len(parts) == 1:
         return parts[0]
+    if all(len(p[0]) == 1 for p in parts):  # the common case, without numpy's overhead
+        spans = sorted((int(p[0][0]), int(p[1][0])) for p in parts)
+        starts, ends = [spans[0][0]], [spans[0][1]]
+        for start, end in spans[1:]:
+            if start > ends[-1]:
+                starts.append(start)
+                ends.append(end)
+            else:
+                ends[-1] = max(ends[-1], end)
+        return np.array(starts, np.int64), np.array(ends, np.int64)
     starts = np.concatenate([p[0] for p in parts])
     ends = np.concatenate([p[1] for p in parts])
     order = np.argsort(starts, kind="stable")

@@ -25,7 +25,6 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 from ..byte_ranges import EMPTY, ByteRanges, merge_ranges, view_ranges
 from ..counting import OpCounting
@@ -81,6 +80,17 @@ class _Storage:
         return pinned
 
 
+def _tensors(values) -> list[torch.Tensor]:
+    """The tensors among an operator's arguments or results (ATen nests them one list deep)."""
+    found = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(v for v in value if isinstance(v, torch.Tensor))
+    return found
+
+
 class _Tracker(TorchDispatchMode):
     """Numbers the operators and records what each one makes, reads and writes."""
 
@@ -102,7 +112,7 @@ class _Tracker(TorchDispatchMode):
                 return decomposed
         if owner.every_op:
             owner.last_mark = owner.clock
-        inputs = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        inputs = _tensors(args) + _tensors(kwargs.values())
         written = owner.written(func, args, kwargs)
         if owner.keep_content:
             owner.keep(inputs, written)
@@ -112,7 +122,7 @@ class _Tracker(TorchDispatchMode):
         used = {id(t.untyped_storage()) for t in inputs}
         # A view reads no data: the view's later uses say which bytes are needed. Ops that
         # may alias (reshape) are views only when they did not copy.
-        outputs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        outputs = _tensors((out,))
         made = [t for t in outputs if id(t.untyped_storage()) not in used]
         overwritten = {id(t) for t, overwrite in written if overwrite}
         if not (getattr(func, "is_view", False) and not made):
