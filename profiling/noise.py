@@ -19,7 +19,8 @@ import torch
 
 from .statistics import coefficient_of_variation, median_interval
 
-__all__ = ["machine_state", "noise_report", "unreliable_reasons", "noise_line", "MAX_FORWARD_CV"]
+__all__ = ["machine_state", "noise_report", "unreliable_reasons", "loaded_reason", "noise_line",
+           "MAX_FORWARD_CV"]
 
 #: Above this coefficient of variation of the forward times, the timings are called unreliable.
 MAX_FORWARD_CV = 0.05
@@ -86,18 +87,24 @@ def _rounded(value: float) -> Optional[float]:
     return None if math.isnan(value) else round(value, 5)
 
 
+def loaded_reason(noise: Mapping[str, Any]) -> str:
+    """``"the machine was loaded (...)"`` when the 1-minute load average was above the cores
+    before or after the timed forwards, else ``""``."""
+    cores = noise.get("cores") or 0
+    loads = [(when, noise.get(f"load_average_{when}")) for when in ("before", "after")]
+    high = [(when, load[0]) for when, load in loads if load and cores and load[0] > cores]
+    if not high:
+        return ""
+    shown = ", ".join(f"{load:.2f} {when}" for when, load in high)
+    return f"the machine was loaded (load average {shown}, above its {cores} cores)"
+
+
 def unreliable_reasons(noise: Mapping[str, Any]) -> list[str]:
     """Why the timings of a run with this ``noise`` record cannot be trusted (``[]``: no
     reason known): a 1-minute load average above the cores before or after the timed
     forwards, or a forward CV above :data:`MAX_FORWARD_CV`."""
-    reasons = []
-    cores = noise.get("cores") or 0
-    loads = [(when, noise.get(f"load_average_{when}")) for when in ("before", "after")]
-    high = [(when, load[0]) for when, load in loads if load and cores and load[0] > cores]
-    if high:
-        shown = ", ".join(f"{load:.2f} {when}" for when, load in high)
-        reasons.append(f"the machine was loaded (load average {shown}, above its {cores} "
-                       f"cores)")
+    loaded = loaded_reason(noise)
+    reasons = [loaded] if loaded else []
     cv = noise.get("forward_cv")
     if cv is not None and cv > MAX_FORWARD_CV:
         reasons.append(f"the forward times vary by {cv:.1%} (coefficient of variation, "

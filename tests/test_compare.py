@@ -146,3 +146,20 @@ def test_a_noisy_run_raises_the_smallest_significant_change(tmp_path):
     table = compare_runs(a, b).set_index("stage")
     assert table.loc["x", "time_ratio"] == 1.2 and table.loc["x", "time_ratio_ci95_low"] == 1.2
     assert not table.loc["x", "significant"] and (table["min_change"] == 0.3).all()
+
+
+def test_significance_is_withheld_when_a_machine_was_loaded(tmp_path):
+    from profiling.reports.compare import compare_runs, format_comparison
+
+    loaded = {"load_average_before": [5.0, 4.0, 3.0], "load_average_after": [1.0, 1.0, 1.0],
+              "cores": 2, "forward_cv": 0.01, "repeats": 6}
+    a = _run_folder(tmp_path, "a", {"x": [10.0] * 6}, [10.0] * 6, loaded)
+    b = _run_folder(tmp_path, "b", {"x": [20.0] * 6}, [20.0] * 6)
+    table = compare_runs(a, b)
+    assert not table["significant"].any()
+    assert (table["withheld"] == "run A: the machine was loaded (load average 5.00 before, "
+                                 "above its 2 cores)").all()
+    assert table.set_index("stage").loc["x", "time_ratio_ci95_low"] == 2.0  # still computed
+    assert any(line.startswith("significance withheld") for line in
+               format_comparison(table, a, b).splitlines())
+    assert compare_runs(a, b, loaded=True)["significant"].all()

@@ -36,6 +36,9 @@ def _parser() -> ArgumentParser:
     parser.add_argument("--min-change", type=float, default=MIN_CHANGE,
                         help=f"smallest relative time change called significant (default "
                              f"{MIN_CHANGE}; the 95%% interval must exclude 1 as well)")
+    parser.add_argument("--loaded", action="store_true",
+                        help="call changes significant even when a run's machine was loaded "
+                             "above its cores (withheld by default)")
     return parser
 
 
@@ -48,7 +51,7 @@ def _main(argv: Optional[Sequence[str]]) -> None:
     for record in (a, b):
         if record.status != "ok":
             raise ProfilingError(f"{record.directory} is a failed run ({record.error})")
-    table = compare_runs(a, b, min_change=args.min_change)
+    table = compare_runs(a, b, min_change=args.min_change, loaded=args.loaded)
     path = write_table(table, args.out or Path("compare.csv"))
     print(format_comparison(table, a, b, max_depth=args.depth, min_change=args.min_change,
                             color=sys.stdout.isatty()))

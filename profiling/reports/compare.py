@@ -7,7 +7,8 @@ runs' repeats (``times.csv`` and ``meta.json``'s ``forward_ms``; seeded, so the 
 the same interval), and ``significant``: the interval excludes 1 and the change is at least
 ``min_change`` (default 5%, the drift between two runs of one configuration on a quiet
 machine), raised to the larger forward CV of the two runs when that is larger
-(:func:`change_threshold`; see ``docs/statistics.md``).
+(:func:`change_threshold`; see ``docs/statistics.md``). Between runs whose machine was loaded
+above its cores nothing is called significant (:func:`withheld_reason`).
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import pandas as pd
 
-from ..noise import unreliable_reasons
+from ..noise import loaded_reason, unreliable_reasons
 from ..statistics import (RATIO_CI_METHOD, coefficient_of_variation, is_significant,
                           ratio_interval)
 from .repeats import read_times
 from .runs import RunRecord, flatten_config, forward_median
 
 __all__ = ["COMPARED_METRICS", "compare_stages", "compare_runs", "add_significance",
-           "forward_comparison", "change_threshold", "config_differences",
+           "forward_comparison", "change_threshold", "withheld_reason", "config_differences",
            "format_comparison", "MIN_CHANGE",
            "FORWARD"]
 
@@ -120,6 +121,11 @@ def format_comparison(table: pd.DataFrame, a: RunRecord, b: RunRecord, *,
     if first is not None or second is not None:
         lines.append(f"parameters: {first} -> {second} "
                      f"({_change(first or np.nan, second or np.nan)})")
+    withheld = table["withheld"].iloc[0] if "withheld" in table and len(table) else ""
+    if withheld:
+        lines.append(f"significance withheld, the timings of a loaded machine can move by any "
+                     f"factor between runs ({withheld}); re-run on a quiet machine, or compare "
+                     f"with --loaded")
     forward = table[table["stage"] == FORWARD] if "stage" in table else table.iloc[:0]
     stages = table[(table["stage"] != FORWARD) & (table["depth"].fillna(0) <= max_depth)]
     time = _first(stages, "cuda_time_ms_median", "cpu_time_ms_median")
@@ -229,10 +235,16 @@ def forward_comparison(a: Mapping[str, Any], b: Mapping[str, Any], *,
 
 
 def compare_runs(a: RunRecord, b: RunRecord, *, min_change: float = MIN_CHANGE,
-                 seed: int = 0) -> pd.DataFrame:
+                 seed: int = 0, loaded: bool = False) -> pd.DataFrame:
     """Every stage call of two runs compared (:func:`compare_stages`), with the significance
     of each time change (:func:`add_significance`) and the whole forward as a first row
-    (``stage`` :data:`FORWARD`, its time the host time of the whole forward)."""
+    (``stage`` :data:`FORWARD`, its time the host time of the whole forward).
+
+    When a run's machine was loaded above its cores (:func:`profiling.noise.loaded_reason`),
+    its times may move by any factor from one run to the next, whatever its repeats say:
+    ``significant`` is then ``False`` throughout and ``withheld`` says why, unless ``loaded``
+    asks for the significance anyway. Intervals are given either way.
+    """
     table = compare_stages(a.stages, b.stages)
     metric = _time_metric(a.stages, b.stages)
     if metric is None:
@@ -244,7 +256,18 @@ def compare_runs(a: RunRecord, b: RunRecord, *, min_change: float = MIN_CHANGE,
                                                min_change=threshold, seed=seed)])
     table = pd.concat([forward, table], ignore_index=True)
     table["min_change"] = threshold
+    table["withheld"] = "" if loaded else withheld_reason(a.meta, b.meta)
+    if table["withheld"].iloc[0]:
+        table["significant"] = False
     return table
+
+
+def withheld_reason(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
+    """Why no change between runs with these ``meta.json`` can be called significant: the
+    runs whose machine was loaded above its cores (``""`` when neither was)."""
+    reasons = [f"run {name}: {loaded_reason(meta.get('noise') or {})}"
+               for name, meta in (("A", a), ("B", b)) if loaded_reason(meta.get("noise") or {})]
+    return "; ".join(reasons)
 
 
 def change_threshold(a: Mapping[str, Any], b: Mapping[str, Any],
