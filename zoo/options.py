@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -209,7 +210,7 @@ def checker_for_default(default: Any) -> Checker:
 def checker_for_annotation(annotation: Any) -> Checker:
     """The kind of value a builder's parameter takes, judged from its type annotation."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is typing.Union:
+    if origin is typing.Union or origin is types.UnionType:
         inner = [a for a in args if a is not type(None)]
         checker = checker_for_annotation(inner[0]) if len(inner) == 1 else Anything()
         return Nullable(checker) if type(None) in args else checker

@@ -23,7 +23,6 @@ from typing import Any, Callable, Optional, Sequence
 from torch import nn
 
 from ..base import ZooModel
-from ..checkpoints import load_checkpoint
 from ..errors import ConfigError, check_minimum
 from ..registry import register_model
 from .detection_meta import MetaSafeDetector
@@ -129,9 +128,7 @@ def _build(builder: Callable[..., nn.Module], library: str, arch: str, **kwargs:
 
 @register_model(name="torchvision")
 def torchvision_model(*, arch: str = "resnet50", num_classes: Optional[int] = None,
-                      in_channels: int = 3, arch_options: Optional[dict] = None,
-                      checkpoint: Optional[str] = None, checkpoint_allow_pickle: bool = False
-                      ) -> ZooModel:
+                      in_channels: int = 3, arch_options: Optional[dict] = None) -> ZooModel:
     """A torchvision model (``torchvision.models.list_models()``), randomly initialised.
 
     Args:
@@ -139,9 +136,9 @@ def torchvision_model(*, arch: str = "resnet50", num_classes: Optional[int] = No
         num_classes: classifier outputs; None keeps the library's default (1000 for ImageNet).
         in_channels: image channels; the first convolution is rebuilt for other than 3.
         arch_options: more keyword arguments of the library's builder (e.g. ``image_size``).
-        checkpoint: a local file of torchvision's weights for this arch (for other channel
-            counts, the first convolution's kernels are summed or repeated).
-        checkpoint_allow_pickle: allow a trusted file that ``weights_only`` loading refuses.
+
+    ``model.checkpoint=`` loads a local file of torchvision's weights for this arch (for other
+    channel counts, the first convolution's kernels are summed or repeated).
     """
     import torchvision
 
@@ -164,10 +161,9 @@ def torchvision_model(*, arch: str = "resnet50", num_classes: Optional[int] = No
     weights = _default_weights(arch)
     inputs = _torchvision_inputs(builder, weights)
     mixins = (MetaSafeDetector,) if inputs["input_kind"] == "image_list" else ()
-    zoo_model = as_zoo_model(model, in_channels=in_channels, first_conv=first_conv,
-                             default_input_size=exact or _torchvision_size(weights),
-                             exact_size=exact, inputs=inputs, mixins=mixins)
-    return load_checkpoint(zoo_model, checkpoint, allow_pickle=checkpoint_allow_pickle)
+    return as_zoo_model(model, in_channels=in_channels, first_conv=first_conv,
+                        default_input_size=exact or _torchvision_size(weights),
+                        exact_size=exact, inputs=inputs, mixins=mixins)
 
 
 def _default_weights(arch: str) -> Any:
@@ -215,9 +211,7 @@ def _floats(values: Optional[Sequence[float]]) -> Optional[tuple[float, ...]]:
 
 @register_model(name="timm")
 def timm_model(*, arch: str = "resnet50", num_classes: Optional[int] = None,
-               in_channels: int = 3, arch_options: Optional[dict] = None,
-               checkpoint: Optional[str] = None, checkpoint_allow_pickle: bool = False
-               ) -> ZooModel:
+               in_channels: int = 3, arch_options: Optional[dict] = None) -> ZooModel:
     """A timm model (``timm.list_models()``), randomly initialised.
 
     Args:
@@ -226,9 +220,9 @@ def timm_model(*, arch: str = "resnet50", num_classes: Optional[int] = None,
         in_channels: image channels (timm's ``in_chans``).
         arch_options: more keyword arguments of ``timm.create_model`` (e.g. ``img_size``,
             ``dynamic_img_size``).
-        checkpoint: a local file of timm's weights for this arch (for other channel counts,
-            the first convolution's kernels are summed or repeated).
-        checkpoint_allow_pickle: allow a trusted file that ``weights_only`` loading refuses.
+
+    ``model.checkpoint=`` loads a local file of timm's weights for this arch (for other channel
+    counts, the first convolution's kernels are summed or repeated).
     """
     import timm
 
@@ -249,6 +243,5 @@ def timm_model(*, arch: str = "resnet50", num_classes: Optional[int] = None,
     if isinstance(first_conv, (list, tuple)):
         first_conv = first_conv[0]
     inputs = {"input_mean": _floats(config.get("mean")), "input_std": _floats(config.get("std"))}
-    zoo_model = as_zoo_model(model, in_channels=in_channels, default_input_size=size,
-                             first_conv=first_conv, exact_size=exact, inputs=inputs)
-    return load_checkpoint(zoo_model, checkpoint, allow_pickle=checkpoint_allow_pickle)
+    return as_zoo_model(model, in_channels=in_channels, default_input_size=size,
+                        first_conv=first_conv, exact_size=exact, inputs=inputs)

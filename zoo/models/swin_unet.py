@@ -11,7 +11,6 @@ from torch import nn
 
 from profiling import stage
 from zoo.base import ZooModel
-from zoo.checkpoints import read_state_dict
 from zoo.decoders.unet import UNetDecoder
 from zoo.errors import ConfigError, check_minimum
 from zoo.registry import register_model
@@ -160,12 +159,11 @@ def _first_problem(error: RuntimeError, limit: int = 160) -> str:
     return problem if len(problem) <= limit else problem[:limit] + "..."
 
 
-@register_model
+@register_model(state_dict_argument="encoder_state_dict")
 def swin_unet(*, variant: str = "swin_tiny_patch4_window7_224", in_channels: int = 3,
               num_classes: int = 9, decoder_channels: Sequence[int] = (256, 128, 64, 16),
               head_channels: int = 512, n_skip: int = 3, img_size: int | Sequence[int] = 224,
-              checkpoint: Optional[str] = None,
-              checkpoint_allow_pickle: bool = False) -> SwinUNet:
+              encoder_state_dict: Optional[dict[str, torch.Tensor]] = None) -> SwinUNet:
     """Swin transformer (timm) + U-Net decoder, for dense per-pixel prediction.
 
     Args:
@@ -177,12 +175,10 @@ def swin_unet(*, variant: str = "swin_tiny_patch4_window7_224", in_channels: int
         head_channels: output channels of the decoder's ``conv_more``.
         n_skip: how many decoder blocks take an encoder skip (stage 3, 2, 1 in that order).
         img_size: the size timm derives the windows and shifts for; other sizes run too.
-        checkpoint: local file of timm's (or Microsoft's) pretrained Swin weights for the
+        encoder_state_dict: what ``model.checkpoint=`` holds (read by
+            :func:`zoo.create_model`): timm's (or Microsoft's) pretrained Swin weights for the
             encoder; the decoder and head stay randomly initialised. None: all random.
-        checkpoint_allow_pickle: allow a trusted file that ``weights_only`` loading refuses.
     """
-    state_dict = (read_state_dict(checkpoint, allow_pickle=checkpoint_allow_pickle)
-                  if checkpoint is not None else None)
     return SwinUNet(variant, in_channels, num_classes, decoder_channels=decoder_channels,
                     head_channels=head_channels, n_skip=n_skip, img_size=img_size,
-                    encoder_state_dict=state_dict)
+                    encoder_state_dict=encoder_state_dict)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from torchvision.models import resnet50
 from torchvision.models.detection.backbone_utils import _resnet_fpn_extractor
 from torchvision.models.detection.faster_rcnn import FasterRCNN
 from torchvision.ops import FrozenBatchNorm2d
 
-from ...checkpoints import load_checkpoint
 from ...errors import check_minimum
 from ...registry import register_model
 from .model import StagedFasterRCNN
@@ -20,14 +17,13 @@ __all__ = ["faster_rcnn"]
 
 @register_model
 def faster_rcnn(*, num_classes: int = 91, min_size: int = 800, max_size: int = 1333,
-                rpn_post_nms_top_n_test: int = 1000, box_detections_per_img: int = 100,
-                checkpoint: Optional[str] = None, checkpoint_allow_pickle: bool = False
+                rpn_post_nms_top_n_test: int = 1000, box_detections_per_img: int = 100
                 ) -> StagedFasterRCNN:
     """Faster R-CNN ResNet-50 FPN (torchvision's ``fasterrcnn_resnet50_fpn``), staged.
 
     Built as torchvision builds it for its COCO weights (frozen BatchNorm, the last three
     ResNet stages trainable: 41,755,286 parameters), but randomly initialised: nothing is
-    downloaded. ``checkpoint`` loads torchvision's weights
+    downloaded. ``model.checkpoint=`` loads torchvision's weights
     (``fasterrcnn_resnet50_fpn_coco-258fb6c6.pth``) or any state dict of the same model from a
     local file. The model is returned in eval mode.
     """
@@ -40,4 +36,4 @@ def faster_rcnn(*, num_classes: int = 91, min_size: int = 800, max_size: int = 1
                        box_detections_per_img=box_detections_per_img)
     stage_parts(model)
     model.__class__ = StagedFasterRCNN
-    return load_checkpoint(model, checkpoint, allow_pickle=checkpoint_allow_pickle).eval()
+    return model.eval()

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Sequence
 
-from zoo.checkpoints import load_checkpoint
 from zoo.registry import register_model
 
 from .model import GMFlow
@@ -20,8 +19,7 @@ def gmflow(*, in_channels: int = 3, first_kernel_size: int = 7, first_stride: in
            ffn_dim_expansion: int = 4, attention_type: str = "swin", upsample_factor: int = 8,
            attn_splits_list: Sequence[int] = (2,), corr_radius_list: Sequence[int] = (-1,),
            prop_radius_list: Sequence[int] = (-1,), pred_bidir_flow: bool = False,
-           attention_impl: str = "sdpa", position_encoding: str = "sine",
-           checkpoint: Optional[str] = None, checkpoint_allow_pickle: bool = False) -> GMFlow:
+           attention_impl: str = "sdpa", position_encoding: str = "sine") -> GMFlow:
     """GMFlow with global matching at 1/8 (the official ``gmflow_things`` / ``gmflow_sintel``
     / ``gmflow_kitti`` / ``gmflow_chairs`` models).
 
@@ -39,13 +37,10 @@ def gmflow(*, in_channels: int = 3, first_kernel_size: int = 7, first_stride: in
         attention_impl: ``"sdpa"`` (torch's fused attention) or ``"math"`` (explicit).
         position_encoding: ``"sine"`` (official), ``"relative"`` (a relative position bias in
             every attention layer, Swin V2's continuous one; 2,048 parameters per layer with
-            one head) or ``"none"``. Official checkpoints need ``"sine"``.
-        checkpoint: a local official checkpoint (e.g. ``gmflow_things-e9887eda.pth``).
-        checkpoint_allow_pickle: allow a trusted file that ``weights_only`` loading refuses.
+            one head) or ``"none"``. Official checkpoints (``model.checkpoint=``, e.g.
+            ``gmflow_things-e9887eda.pth``) need ``"sine"``.
     """
-    options = dict(locals())
-    checkpoint, allow_pickle = options.pop("checkpoint"), options.pop("checkpoint_allow_pickle")
-    return load_checkpoint(GMFlow(**options), checkpoint, allow_pickle=allow_pickle)
+    return GMFlow(**locals())
 
 
 @register_model
@@ -56,17 +51,14 @@ def gmflow_refine(*, in_channels: int = 3, first_kernel_size: int = 7, first_str
                   attn_splits_list: Sequence[int] = (2, 8),
                   corr_radius_list: Sequence[int] = (-1, 4),
                   prop_radius_list: Sequence[int] = (-1, 1), pred_bidir_flow: bool = False,
-                  attention_impl: str = "sdpa", position_encoding: str = "sine",
-                  checkpoint: Optional[str] = None,
-                  checkpoint_allow_pickle: bool = False) -> GMFlowRefine:
+                  attention_impl: str = "sdpa", position_encoding: str = "sine"
+                  ) -> GMFlowRefine:
     """GMFlow with refinement at 1/4 (the official ``gmflow_with_refine_*`` models).
 
     Options as :func:`gmflow`, plus ``num_scales`` (2; the per-scale lists need one entry per
     scale). ``upsample_factor`` is the stride of the finest scale (4).
     """
-    options = dict(locals())
-    checkpoint, allow_pickle = options.pop("checkpoint"), options.pop("checkpoint_allow_pickle")
-    return load_checkpoint(GMFlowRefine(**options), checkpoint, allow_pickle=allow_pickle)
+    return GMFlowRefine(**locals())
 
 
 @register_model
@@ -78,14 +70,11 @@ def gmflow_unet(*, in_channels: int = 3, first_kernel_size: int = 7, first_strid
                 pred_bidir_flow: bool = False, attention_impl: str = "sdpa",
                 position_encoding: str = "sine",
                 decoder_channels: Sequence[int] = (128, 96, 64, 16), head_channels: int = 512,
-                n_skip: int = 3, checkpoint: Optional[str] = None,
-                checkpoint_allow_pickle: bool = False) -> GMFlowUNet:
+                n_skip: int = 3) -> GMFlowUNet:
     """GMFlow with a TransUNet-style decoder that refines the flow at full resolution.
 
     Options as :func:`gmflow`, plus the decoder's ``decoder_channels`` (of its four blocks),
     ``head_channels`` (of ``conv_more``) and ``n_skip`` (blocks that take an encoder skip).
     A ``checkpoint`` must hold the decoder too (this model's own ``state_dict``).
     """
-    options: dict[str, Any] = dict(locals())
-    checkpoint, allow_pickle = options.pop("checkpoint"), options.pop("checkpoint_allow_pickle")
-    return load_checkpoint(GMFlowUNet(**options), checkpoint, allow_pickle=allow_pickle)
+    return GMFlowUNet(**locals())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from zoo.checkpoints import load_checkpoint
 from zoo.registry import register_model
 
 from .checkpoint import official_key
@@ -13,13 +12,12 @@ from .model import SwiftNet
 __all__ = ["swiftnet"]
 
 
-@register_model
+@register_model(key_map=official_key)
 def swiftnet(*, in_channels: int = 3, num_classes: int = 19, batch_norm: bool = True,
              conv_bias: bool = False, num_features: int = 128,
              spp_grids: Sequence[int] = (8, 4, 2), upsample_kernel: int = 3,
              preact_skip: bool = False, img_mean: Optional[Sequence[float]] = None,
-             img_std: Optional[Sequence[float]] = None, checkpoint: Optional[str] = None,
-             checkpoint_allow_pickle: bool = False) -> SwiftNet:
+             img_std: Optional[Sequence[float]] = None) -> SwiftNet:
     """Single-scale SwiftNet with a ResNet-18 encoder (the official ``rn18_single_scale``).
 
     Args:
@@ -36,13 +34,11 @@ def swiftnet(*, in_channels: int = 3, num_classes: int = 19, batch_norm: bool = 
             off reproduces the official code, whose in-place ReLU rectifies them.
         img_mean, img_std: per-channel normalisation in 0..255 units; default: the official
             RGB values (their mean in every channel for other channel counts).
-        checkpoint: local file of official SwiftNet weights (key mapping in
-            :mod:`zoo.models.swiftnet.checkpoint`) or of this model's own ``state_dict``.
-        checkpoint_allow_pickle: allow a trusted file that ``weights_only`` loading refuses.
+
+    ``model.checkpoint=`` takes official SwiftNet weights (key mapping in
+    :mod:`zoo.models.swiftnet.checkpoint`) or this model's own ``state_dict``.
     """
-    model = SwiftNet(in_channels, num_classes, batch_norm=batch_norm, conv_bias=conv_bias,
-                     num_features=num_features, spp_grids=spp_grids,
-                     upsample_kernel=upsample_kernel, preact_skip=preact_skip,
-                     img_mean=img_mean, img_std=img_std)
-    return load_checkpoint(model, checkpoint, allow_pickle=checkpoint_allow_pickle,
-                           key_map=official_key)
+    return SwiftNet(in_channels, num_classes, batch_norm=batch_norm, conv_bias=conv_bias,
+                    num_features=num_features, spp_grids=spp_grids,
+                    upsample_kernel=upsample_kernel, preact_skip=preact_skip, img_mean=img_mean,
+                    img_std=img_std)
