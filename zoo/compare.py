@@ -1,4 +1,6 @@
-"""``python -m zoo.compare RUN_A RUN_B [--out FILE.csv] [--depth N]``: compare two runs by stage.
+"""``python -m zoo.compare RUN_A RUN_B [--out FILE.csv] [--depth N] [--min-change X] [--loaded]``.
+
+Compare two runs stage by stage.
 
 Stages are matched by name and call index. The terminal table shows time, output payload,
 memory peak and FLOPs (when both runs counted them) of A and B and the relative change, each
