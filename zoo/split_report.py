@@ -92,7 +92,8 @@ def analyse(cfg, args, codecs: tuple[str, ...], ceilings: Optional[Ceilings],
     model, inputs, attach, notes = prepare(cfg, device)
     analysis = analyse_cuts(model, inputs, attach=attach, codecs=() if args.meta else codecs,
                             depth=args.depth, every_op=args.every_op)
-    cuts = cut_table(analysis, ceilings)
+    dtype = str(cfg.get("roofline", {}).get("dtype") or cfg.run.get("dtype") or "float32")
+    cuts = cut_table(analysis, ceilings, dtype)
     files: dict[str, Any] = {"cuts.csv": cuts}
     lines = [f"note: {note}" for note in notes]
     latency = None
