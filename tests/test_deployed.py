@@ -10,6 +10,7 @@ weights, the sizes below) are those of docs/deployed.md:
   are not compared: with random weights the global matching's softmax is close to an argmax over
   weakly contrasted features, and the features' few-percent error moves matches by whole
   pixels (30 to 60 % relative error of the flow at these sizes).
+- float16 (11 significant bits): 5e-3, and 1e-1 for GMFlow's features.
 - channels-last: 1e-5 (float32 round-off of another summation order); 1e-3 for GMFlow's flows,
   whose matching amplifies the round-off as it amplifies bfloat16's.
 """
@@ -46,11 +47,11 @@ GMFLOW = ("gmflow", "gmflow_refine", "gmflow_unet")
 @pytest.fixture(scope="module", params=MODELS)
 def name(request) -> str:
     """The model under test; module-scoped, so pytest runs each model's tests together and
-    the cache below holds its three runs."""
+    the cache below holds its four runs."""
     return request.param
 
 
-@lru_cache(maxsize=3)
+@lru_cache(maxsize=4)
 def _run(name: str, *extra: str):  # noqa: F811  (not the fixture)
     """The model, inputs and untimed profile (payload and counts) of ``name`` with ``extra``."""
     cfg = compose_config([f"model={name}", *CASES[name], *extra])
@@ -92,6 +93,16 @@ def test_bfloat16_output_agrees_with_float32(name):
     flows = [t.dtype for t in tree_leaves(result.output) if isinstance(t, torch.Tensor)]
     if name in GMFLOW:  # the flow path is one of GMFlow's float32 parts
         assert set(flows) == {torch.float32}
+
+
+@pytest.mark.slow
+def test_float16_runs_and_agrees_with_float32(name):
+    reference = _compared_output(name, *_run(name))
+    model, inputs, result = _run(name, "run.dtype=float16")
+    output = _compared_output(name, model, inputs, result)
+    assert {t.dtype for t in tree_leaves(output) if isinstance(t, torch.Tensor)} == {
+        torch.float16}
+    assert relative_error(output, reference) < (1e-1 if name in GMFLOW else 5e-3)
 
 
 @pytest.mark.slow

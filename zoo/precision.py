@@ -5,16 +5,20 @@ runs in that type. A few computations lose too much there, or have no half-preci
 on the CPU: coordinates and the softmax-weighted positions of flow matching, box decoding and
 NMS, RoI Align. A model computes those on float32 copies of its tensors and names them in its
 :attr:`~zoo.base.ZooModel.float32_parts`. In a float32 run these helpers return their
-arguments unchanged, so the float32 forward (and its counts) is exactly what it was.
+arguments unchanged, so the float32 forward (and its counts) is exactly what it was. Under ``run.autocast`` the same
+parts run with autocast off (:func:`autocast_off`, :func:`float32_part`), else autocast would
+compute their matrix products in half precision again.
 """
 
 from __future__ import annotations
 
-from typing import Sequence, TypeVar
+import functools
+from contextlib import nullcontext
+from typing import Any, Callable, ContextManager, Optional, Sequence, TypeVar
 
 import torch
 
-__all__ = ["as_float32", "float32_shaped"]
+__all__ = ["as_float32", "float32_shaped", "autocast_off", "float32_part"]
 
 T = TypeVar("T")
 
@@ -34,3 +38,21 @@ def float32_shaped(tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     costs no copy; the others are returned as they are."""
     return [torch.empty((), dtype=torch.float32, device=t.device).expand(t.shape)
             if t.is_floating_point() and t.element_size() < 4 else t for t in tensors]
+
+
+def autocast_off(tensor: Optional[torch.Tensor]) -> ContextManager:
+    """Autocast disabled on ``tensor``'s device while autocast is on there; else nothing."""
+    kind = tensor.device.type if isinstance(tensor, torch.Tensor) else None
+    if kind in ("cpu", "cuda") and torch.is_autocast_enabled(kind):
+        return torch.autocast(kind, enabled=False)
+    return nullcontext()
+
+
+def float32_part(function: Callable[..., T]) -> Callable[..., T]:
+    """Run ``function`` with autocast off on the device of its first tensor argument."""
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> T:
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        with autocast_off(first):
+            return function(*args, **kwargs)
+    return run

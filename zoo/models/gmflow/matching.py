@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...precision import as_float32
+from ...precision import as_float32, float32_part
 from .attention import attend
 from .geometry import coords_grid, normalize_coords, window_grid
 
@@ -26,6 +26,7 @@ FLOAT32_MATCHING = ("features cast to float32: correlation, softmax statistics, 
                     "grid and the flow (a bfloat16 coordinate of 100 px is known to 0.5 px)")
 
 
+@float32_part
 def global_correlation_softmax(feature0: torch.Tensor, feature1: torch.Tensor, *,
                                pred_bidir_flow: bool = False, impl: str = "sdpa"
                                ) -> torch.Tensor:
@@ -49,6 +50,7 @@ def global_correlation_softmax(feature0: torch.Tensor, feature1: torch.Tensor, *
     return correspondence.transpose(1, 2).view(b, 2, h, w) - init_grid
 
 
+@float32_part
 def local_correlation_softmax(feature0: torch.Tensor, feature1: torch.Tensor, radius: int
                               ) -> torch.Tensor:
     """Flow ``[B, 2, H, W]`` from matching each pixel of ``feature0`` against the

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...precision import as_float32
+from ...precision import as_float32, autocast_off
 from .attention import attend
 
 __all__ = ["FeatureFlowAttention", "ConvexUpsampler"]
@@ -40,7 +40,8 @@ class FeatureFlowAttention(nn.Module):
         key = self.k_proj(query)
         value = flow.flatten(2).transpose(1, 2)  # [B, H*W, 2]
         # the values are flows, float32 in a half-precision run: the attention runs in float32
-        out = attend(as_float32(query), as_float32(key), value, impl=self.attention_impl)
+        with autocast_off(flow):
+            out = attend(as_float32(query), as_float32(key), value, impl=self.attention_impl)
         return out.transpose(1, 2).reshape(b, flow.shape[1], h, w)
 
     def _local(self, feature0: torch.Tensor, flow: torch.Tensor, radius: int) -> torch.Tensor:
@@ -57,8 +58,9 @@ class FeatureFlowAttention(nn.Module):
 
         # one query per pixel against (2R+1)² keys: plain math (see local_correlation_softmax)
         query, key_map = as_float32(query), as_float32(key_map)
-        out = attend(query, neighbourhoods(key_map), neighbourhoods(flow),
-                     impl="math")  # [B, H*W, 1, 2]
+        with autocast_off(flow):
+            out = attend(query, neighbourhoods(key_map), neighbourhoods(flow),
+                         impl="math")  # [B, H*W, 1, 2]
         return out.squeeze(2).transpose(1, 2).reshape(b, 2, h, w)
 
 
