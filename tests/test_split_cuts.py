@@ -206,3 +206,19 @@ def test_content_is_compressed_as_it_was_at_each_cut_also_early():
     assert table.loc["make", "zlib_bytes"] == _zlib(x * 2)
     assert table.loc["change", "zlib_bytes"] == _zlib(x * 2 + 1)
     assert _zlib(x * 2) != _zlib(x * 2 + 1)
+
+
+def test_every_cut_has_its_own_name():
+    class Named(nn.Module):
+        """A stage named like a module, ending later than the module."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.post = nn.Linear(4, 2)
+
+        def forward(self, x):
+            with stage("post", x) as s:
+                return s.output(self.post(x) * 2)
+
+    table = cut_table(analyse_cuts(Named().eval(), (X,), codecs=(), depth=1))
+    assert list(table["cut"]) == ["input", "post (module)", "post", "output"]

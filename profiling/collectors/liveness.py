@@ -91,6 +91,22 @@ def _tensors(values) -> list[torch.Tensor]:
     return found
 
 
+def _unique_marks(marks: list[Mark]) -> list[Mark]:
+    """The marks without a module's that repeats a stage's at the same point (a module
+    attached as a stage), and a module named like a stage elsewhere renamed ``path
+    (module)``, so that every cut has its own name."""
+    stages = {(m.name, m.position) for m in marks if m.kind == "stage"}
+    names = {name for name, _ in stages}
+    unique = []
+    for mark in marks:
+        if mark.kind == "module" and (mark.name, mark.position) in stages:
+            continue
+        if mark.kind == "module" and mark.name in names:
+            mark = Mark(f"{mark.name} (module)", mark.kind, mark.position, mark.call)
+        unique.append(mark)
+    return unique
+
+
 class _Tracker(TorchDispatchMode):
     """Numbers the operators and records what each one makes, reads and writes."""
 
@@ -324,10 +340,7 @@ class Liveness(Collector):
         self.mark("output", "output")
         if self.every_op:
             self._marks += [Mark(f"#{k} {self._names[k]}", "op", k) for k in range(1, last)]
-        stage_marks = {(m.name, m.position) for m in self._marks if m.kind == "stage"}
-        marks = sorted((m for m in self._marks if m.kind != "module"
-                        or (m.name, m.position) not in stage_marks),  # a staged module's
-                       key=lambda m: m.position)  # stable: marks keep their order
+        marks = sorted(_unique_marks(self._marks), key=lambda m: m.position)  # stable
         self.op_names = list(self._names)
         self.op_flops = np.array(self._flops, np.int64)
         self.op_bytes = np.array(self._traffic, np.int64)
