@@ -48,7 +48,7 @@ def plot_split_timeline(timeline: np.ndarray, cuts: pd.DataFrame,
     axes.set_xlim(0, max(1, len(timeline) - 1))
     axes.set_ylim(0, top * 1.05 if top > 0 else 1.0)
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4)
+    axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4)
     if title:
         figure.suptitle(title, fontsize=10)
     figure.tight_layout()
