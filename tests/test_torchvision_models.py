@@ -154,3 +154,17 @@ def test_detector_on_meta_keeps_the_assumed_counts():
     assert tuple(detections[0]["masks"].shape) == (keep, 1, 64, 96)
     assert "the RPN keeps 1000 proposals per image and the box head 100 detections" in notes[-1]
     assert "masks are resized to the whole image" in notes[-1]
+
+
+def test_meta_builds_put_every_parameter_on_meta_and_restore_torch():
+    """A meta build allocates no weights, yet counts the parameters a CPU build has (4.3 M
+    and 1.2 M, torchvision's figures); RegNet computes its widths from tensors while building."""
+    from zoo.app import build_model
+
+    register = torch.nn.Module.register_parameter
+    for arch, parameters in (("regnet_y_400mf", 4_344_144), ("squeezenet1_1", 1_235_496)):
+        cfg = compose_config(["model=torchvision", f"model.arch={arch}"])
+        model = build_model(cfg.model, 0, torch.device("meta"))
+        assert all(p.is_meta for p in model.parameters())
+        assert sum(p.numel() for p in model.parameters()) == parameters
+    assert torch.nn.Module.register_parameter is register
