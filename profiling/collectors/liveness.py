@@ -117,8 +117,6 @@ class _Tracker(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         owner = self.owner
-        if owner.paused:
-            return func(*args, **kwargs)
         if formula_for(func._overloadpacket) is None:
             # As when counting: a composite operator (conv2d, linear under inference mode)
             # runs as its parts, each seen, priced and a boundary of its own.
@@ -200,7 +198,6 @@ class Liveness(Collector):
         self.op_flops = np.zeros(0, np.int64)
         self.op_bytes = np.zeros(0, np.int64)
         self.stage_spans: list[tuple[StageCall, int, int]] = []
-        self.paused = False
         self._reset()
 
     def _reset(self) -> None:
