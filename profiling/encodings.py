@@ -157,14 +157,15 @@ class EarlyCompression:
     Args:
         codecs: the codecs to measure.
         min_bytes: smaller storages are left to the end (not worth a task).
-        workers: threads (default: the CPU count).
+        workers: threads (default: half the CPUs, at least one, so that the forward's own
+            threads keep the rest).
     """
 
     def __init__(self, codecs: Sequence[str], min_bytes: int = 1 << 20,
                  workers: Optional[int] = None) -> None:
         self.codecs = tuple(codecs)
         self.min_bytes = min_bytes
-        self._pool = ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1)
+        self._pool = ThreadPoolExecutor(max_workers=workers or max(1, (os.cpu_count() or 1) // 2))
         self._futures: dict[Any, Future] = {}
 
     def submit(self, key: Any, data: torch.Tensor, dtype: torch.dtype) -> None:
