@@ -24,6 +24,7 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from profiling.payload import iter_leaves
+from profiling.reports.layers_table import layers_table
 from profiling.runner import profile_model
 from zoo.app import prepare
 from zoo.cli import compose_config
@@ -127,6 +128,25 @@ def test_bfloat16_payload_is_exactly_half_outside_the_float32_parts(name):
                 else:
                     assert (leaf.dtype, leaf.nbytes) == (full_leaf.dtype, full_leaf.nbytes)
     assert halved >= len(reference.calls) - len(kept)
+
+
+@pytest.mark.slow
+def test_bfloat16_halves_memory_traffic_and_the_torchstat_memory_columns(name):
+    model, _, result = _run(name, "run.dtype=bfloat16")
+    if model.float32_parts():
+        pytest.skip("its float32 parts keep float32 traffic (the payload test covers it)")
+    reference_model, _, reference = _run(name)
+    traffic = ["bytes_read", "bytes_written"]
+    if name == "swin_unet":  # its relative-position index (int64) keeps its bytes
+        ratio = result.stages[traffic].sum() / reference.stages[traffic].sum()
+        assert ((ratio > 0.5) & (ratio < 0.51)).all()
+    else:
+        assert (reference.stages[traffic].fillna(0) == 2 * result.stages[traffic].fillna(0)
+                ).all().all()
+    layers = layers_table(model, result.collectors["op_counts"].modules, None)
+    full = layers_table(reference_model, reference.collectors["op_counts"].modules, None)
+    for column in ("memory(MB)", "MemRead(B)", "MemWrite(B)"):
+        assert (full[column] == 2 * layers[column]).all() and full[column].sum() > 0
 
 
 @pytest.mark.slow
