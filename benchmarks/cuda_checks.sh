@@ -2,18 +2,24 @@
 # Every check that needs a CUDA GPU, in one go, for a session that has one:
 #   the CUDA tests (every test marked @pytest.mark.cuda, selected with -m cuda), the GMFlow
 #   attention benchmark (target >= 1.2x at 448x1024), the profiler's overhead with CUDA events,
-#   and the CUDA reference sweep into results/reference/cuda.
+#   and the CUDA reference sweep into results/reference/cuda; with GMFLOW_OFFICIAL=PATH (a
+#   checkout of haofeixu/gmflow, see benchmarks/gmflow_vs_official.py), also GMFlow against
+#   the official code at 448x1024 (target >= 1.5x).
 # Each step's output goes to LOG_DIR (default: results/reference/cuda/logs); a failing step
 # does not stop the others, and the exit status is the number of failed steps.
 #
-#   bash benchmarks/cuda_checks.sh [LOG_DIR] [STEP ...]     STEP: tests attention overhead sweep
+#   bash benchmarks/cuda_checks.sh [LOG_DIR] [STEP ...]
+#       STEP: tests attention overhead sweep official (official: default when GMFLOW_OFFICIAL
+#       is set, refused otherwise)
 #
 # It needs the project's dependencies (hydra-core and omegaconf included) importable, e.g. with
 # PYTHONPATH=. from the repository root.
 set -u
 log_dir=${1:-results/reference/cuda/logs}
 shift || true
-steps=${*:-tests attention overhead sweep}
+official=${GMFLOW_OFFICIAL:-}
+default_steps="tests attention overhead sweep${official:+ official}"
+steps=${*:-$default_steps}
 python=${PYTHON:-python3}
 models=faster_rcnn,gmflow,gmflow_refine,gmflow_unet,swiftnet,swin_unet
 mkdir -p "$log_dir"
@@ -44,7 +50,15 @@ for step in $steps; do
         overhead) run_step overhead "$python" benchmarks/overhead.py --device cuda --rounds 15 ;;
         sweep) run_step sweep "$python" -m zoo.profile -m "model=$models" device=cuda plots=true \
             summary=false hydra.sweep.dir=results/reference/cuda 'hydra.sweep.subdir=${model.name}' ;;
-        *) echo "unknown step '$step'; accepted: tests attention overhead sweep"; exit 2 ;;
+        official)
+            if [ -z "$official" ]; then
+                echo "step 'official' needs GMFLOW_OFFICIAL=PATH (a haofeixu/gmflow checkout)"
+                exit 2
+            fi
+            run_step official "$python" benchmarks/gmflow_vs_official.py --official "$official" \
+                --device cuda --sizes 448x1024 --rounds 20 --warmup 3 ;;
+        *) echo "unknown step '$step'; accepted: tests attention overhead sweep official"
+           exit 2 ;;
     esac
 done
 exit "$failed"

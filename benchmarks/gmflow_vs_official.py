@@ -1,0 +1,199 @@
+"""The zoo's GMFlow against the official code (haofeixu/gmflow), same weights, same inputs.
+
+The official model is imported from a local checkout (``--official PATH``; nothing is fetched
+or copied). Ours loads the official ``state_dict`` with ``strict=True``. The two forwards
+alternate in paired rounds (official, ours, then ours, official, ...), so both see the same
+machine state; each round gives one ratio ours / official, and the medians of the times and of
+those per-round ratios are printed per size, with the speed-up (official / ours) and the
+largest flow difference in pixels.
+
+    python benchmarks/gmflow_vs_official.py --official /tmp/gmflow_official
+    python benchmarks/gmflow_vs_official.py --official /tmp/gmflow_official \\
+        --sizes 384x768 --rounds 10 --threads 2
+    python benchmarks/gmflow_vs_official.py --official /tmp/gmflow_official --device cuda \\
+        --sizes 448x1024 --rounds 20
+
+Target (issue 17): on the CPU at 384x768 with 2 threads, ours at least 1.25x faster (ratio
+ours / official at most 0.8); on a GPU at 448x1024, at least 1.5x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from zoo.cli import ArgumentParser, run_tool  # noqa: E402
+from zoo.errors import ConfigError  # noqa: E402
+
+#: How to get the checkout the benchmark compares against.
+HOW_TO_GET_OFFICIAL = """\
+No --official checkout given; nothing compared. To compare, get the official code once:
+    git clone https://github.com/haofeixu/gmflow /tmp/gmflow_official
+    git -C /tmp/gmflow_official checkout b5123431
+then run:
+    python benchmarks/gmflow_vs_official.py --official /tmp/gmflow_official"""
+
+#: The official forward options of the 1-scale GMFlow (its README's evaluation settings).
+FORWARD_OPTIONS = dict(attn_splits_list=[2], corr_radius_list=[-1], prop_radius_list=[-1])
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``"384x768"`` -> ``(384, 768)``; anything else is refused (one line, exit 2)."""
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not accepted; accepted: HxW with "
+                                         f"positive integers, e.g. 384x768")
+    return int(parts[0]), int(parts[1])
+
+
+def official_model(path: Path) -> Any:
+    """The official ``GMFlow`` (1 scale, as its released checkpoints), imported from
+    ``path``."""
+    if not (path / "gmflow" / "gmflow.py").is_file():
+        raise ConfigError(f"--official {path} is not a checkout of haofeixu/gmflow (no "
+                          f"gmflow/gmflow.py in it); accepted: the repository's root folder")
+    sys.path.insert(0, str(path.resolve()))
+    try:
+        from gmflow.gmflow import GMFlow as OfficialGMFlow
+    finally:
+        # its meshgrid calls warn on every forward under torch >= 1.10
+        warnings.filterwarnings("ignore", message="torch.meshgrid")
+        sys.path.remove(str(path.resolve()))
+    return OfficialGMFlow(feature_channels=128, num_scales=1, upsample_factor=8, num_head=1,
+                          attention_type="swin", ffn_dim_expansion=4, num_transformer_layers=6)
+
+
+def build_models(path: Path, device: str) -> tuple[Any, Any]:
+    """``(official, ours)`` in eval mode on ``device``, ours with the official weights."""
+    import torch
+
+    import zoo
+
+    torch.manual_seed(0)
+    official = official_model(path).eval().to(device)
+    ours = zoo.create_model("gmflow").eval().to(device)
+    ours.load_state_dict(official.state_dict(), strict=True)
+    return official, ours
+
+
+def timed_ms(forward: Callable[[], Any], device: str) -> float:
+    """One call of ``forward``, in milliseconds (CUDA events on a GPU)."""
+    import torch
+
+    if device == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        forward()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end)
+    started = time.perf_counter()
+    forward()
+    return (time.perf_counter() - started) * 1e3
+
+
+def paired_rounds(forwards: dict[str, Callable[[], Any]], rounds: int, device: str
+                  ) -> dict[str, list[float]]:
+    """Times of ``rounds`` calls of each forward, alternating A, B, then B, A, ..."""
+    names = list(forwards)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for index in range(rounds):
+        for name in names if index % 2 == 0 else names[::-1]:
+            times[name].append(timed_ms(forwards[name], device))
+    return times
+
+
+def compare_size(official: Any, ours: Any, size: tuple[int, int], rounds: int, warmup: int,
+                 device: str) -> dict[str, float]:
+    """Time both models at ``size``; the medians, the median per-round ratio and the largest
+    flow difference."""
+    import torch
+
+    inputs = ours.example_inputs(1, ours.check_input_size(size), device=device)
+    forwards = {"official": lambda: official(*inputs, **FORWARD_OPTIONS)["flow_preds"][-1],
+                "ours": lambda: ours(*inputs)["flow_preds"][-1]}
+    with torch.inference_mode():
+        flows = {name: forward() for name, forward in forwards.items()}
+        for _ in range(warmup):
+            for forward in forwards.values():
+                forward()
+        times = paired_rounds(forwards, rounds, device)
+    ratios = [a / b for a, b in zip(times["ours"], times["official"])]
+    return {"official_ms": statistics.median(times["official"]),
+            "ours_ms": statistics.median(times["ours"]),
+            "ratio": statistics.median(ratios),
+            "ratio_p10": _quantile(ratios, 0.1), "ratio_p90": _quantile(ratios, 0.9),
+            "max_flow_diff": float((flows["ours"] - flows["official"]).abs().max())}
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def run(args: Any) -> None:
+    """Build both models and print one table row per size."""
+    import torch
+
+    if args.official is None:
+        print(HOW_TO_GET_OFFICIAL)
+        return
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda is not accepted here: no CUDA device; accepted: cpu")
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    official, ours = build_models(Path(args.official), args.device)
+    machine = (torch.cuda.get_device_name() if args.device == "cuda"
+               else f"CPU, {torch.get_num_threads()} threads")
+    print(f"GMFlow, ours (zoo, attention_impl={ours.attention_impl}) against the official code "
+          f"({args.official}); {machine}; torch {torch.__version__}; {args.rounds} paired "
+          f"rounds after {args.warmup} warm-up")
+    print("| size | official (ms) | ours (ms) | ours / official [p10, p90] | speed-up "
+          "| max flow diff (px) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for size in args.sizes:
+        row = compare_size(official, ours, size, args.rounds, args.warmup, args.device)
+        print(f"| {size[0]}x{size[1]} | {row['official_ms']:.0f} | {row['ours_ms']:.0f} | "
+              f"{row['ratio']:.3f} [{row['ratio_p10']:.3f}, {row['ratio_p90']:.3f}] | "
+              f"{1 / row['ratio']:.2f}x | {row['max_flow_diff']:.2e} |", flush=True)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not accepted; accepted: an integer >= 1")
+    return int(text)
+
+
+def _count(text: str) -> int:
+    return 0 if text == "0" else _positive(text)
+
+
+def parser() -> ArgumentParser:
+    """The command line (errors are one line, exit 2)."""
+    p = ArgumentParser(prog="gmflow_vs_official.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--official", metavar="PATH",
+                   help="a local checkout of haofeixu/gmflow (without it: how to get one)")
+    p.add_argument("--sizes", nargs="+", type=parse_size, default=[(384, 512), (384, 768)],
+                   metavar="HxW", help="input sizes (default: 384x512 384x768)")
+    p.add_argument("--rounds", type=_positive, default=10, help="paired rounds (default 10)")
+    p.add_argument("--warmup", type=_count, default=1, help="untimed rounds first (default 1)")
+    p.add_argument("--threads", type=_positive, help="CPU threads (default: torch's)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Parse ``argv`` and run under the project's error contract."""
+    run_tool("gmflow_vs_official", lambda: run(parser().parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()
