@@ -85,4 +85,4 @@ def test_every_model_config_declares_the_stage_options():
 
     for path in sorted((CONFIG_DIR / "model").glob("*.yaml")):
         text = path.read_text()
-        assert "\nstage_depth: 1 " in text and "\nstage_paths: [] " in text, path.name
+        assert "\nstage_depth: 1 " in text and "\nstage_paths: null " in text, path.name
