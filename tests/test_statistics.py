@@ -189,3 +189,24 @@ def test_two_transformer_layers_make_gmflows_transformer_significantly_faster(tm
     assert transformer["significant"] and transformer["time_ratio_ci95_high"] < 1.0
     # the encoder is the same network in both: its change, if any, is not called significant
     assert not table.set_index("stage").loc["backbone", "significant"]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("run.repeats=many", "run.repeats='many' is not accepted; accepted: an integer >= 1 or one "
+                         "of auto"),
+    ("run.target_ci=0", "run.target_ci=0 is not accepted; accepted: a finite number > 0"),
+    ("run.min_repeats=0", "run.min_repeats=0 is not accepted; accepted: an integer >= 1"),
+    ("run.max_time_s=-1", "run.max_time_s=-1 is not accepted; accepted: a finite number > 0"),
+])
+def test_auto_repeat_options_are_typed(override, message):
+    from zoo.app import run_repeats
+    from zoo.cli import check_composed, compose_config
+    from zoo.errors import ConfigError
+
+    with pytest.raises(ConfigError) as error:
+        check_composed(compose_config(["model=torchvision", override]))
+    assert str(error.value) == message
+    chosen = compose_config(["model=torchvision", "run.repeats=auto", "run.target_ci=0.05"])
+    check_composed(chosen)
+    assert run_repeats(chosen.run) == AutoRepeats(target_ci=0.05, max_time_s=60.0,
+                                                  min_repeats=5)
