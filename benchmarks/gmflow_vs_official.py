@@ -20,15 +20,21 @@ ours / official at most 0.8); on a GPU at 448x1024, at least 1.5x.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import statistics
 import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
+
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import zoo  # noqa: E402
+from profiling import profile_model, stage  # noqa: E402
 from zoo.cli import ArgumentParser, run_tool  # noqa: E402
 from zoo.errors import ConfigError  # noqa: E402
 
@@ -42,6 +48,18 @@ then run:
 
 #: The official forward options of the 1-scale GMFlow (its README's evaluation settings).
 FORWARD_OPTIONS = dict(attn_splits_list=[2], corr_radius_list=[-1], prop_radius_list=[-1])
+
+
+#: The official modules attached as our stages (``--stages``), by our stage names. The official
+#: ``backbone.conv1`` is the convolution alone; our ``conv1`` stage also holds its norm and ReLU.
+OFFICIAL_MODULE_STAGES = {name: f"backbone.{name}" for name in
+                          ("conv1", "layer1", "layer2", "layer3", "conv2")}
+OFFICIAL_MODULE_STAGES.update(backbone="backbone", transformer="transformer",
+                              feature_flow_attn="feature_flow_attn")
+#: The official functions (attributes of ``gmflow.gmflow``) that run as our stages.
+OFFICIAL_FUNCTION_STAGES = {"normalize": "normalize_img",
+                            "position_encoding": "feature_add_position",
+                            "global_correlation_softmax": "global_correlation_softmax"}
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -72,9 +90,6 @@ def official_model(path: Path) -> Any:
 
 def build_models(path: Path, device: str) -> tuple[Any, Any]:
     """``(official, ours)`` in eval mode on ``device``, ours with the official weights."""
-    import torch
-
-    import zoo
 
     torch.manual_seed(0)
     official = official_model(path).eval().to(device)
@@ -85,7 +100,6 @@ def build_models(path: Path, device: str) -> tuple[Any, Any]:
 
 def timed_ms(forward: Callable[[], Any], device: str) -> float:
     """One call of ``forward``, in milliseconds (CUDA events on a GPU)."""
-    import torch
 
     if device == "cuda":
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -115,7 +129,6 @@ def compare_size(official: Any, ours: Any, size: tuple[int, int], rounds: int, w
                  device: str) -> dict[str, float]:
     """Time both models at ``size``; the medians, the median per-round ratio and the largest
     flow difference."""
-    import torch
 
     inputs = ours.example_inputs(1, ours.check_input_size(size), device=device)
     forwards = {"official": lambda: official(*inputs, **FORWARD_OPTIONS)["flow_preds"][-1],
@@ -134,6 +147,79 @@ def compare_size(official: Any, ours: Any, size: tuple[int, int], rounds: int, w
             "max_flow_diff": float((flows["ours"] - flows["official"]).abs().max())}
 
 
+def _staged(name: str, function: Callable) -> Callable:
+    """``function`` run as the stage ``name``."""
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with stage(name, *args) as s:
+            return s.output(function(*args, **kwargs))
+    return wrapper
+
+
+@contextlib.contextmanager
+def official_stages(official: Any) -> Iterator[dict[str, str]]:
+    """Inside the block, the official functions of :data:`OFFICIAL_FUNCTION_STAGES` and its
+    ``upsample_flow`` run as stages; yields the ``attach`` map of its modules (transformer
+    layers included). Everything is put back on the way out."""
+    module = sys.modules[type(official).__module__]
+    saved = {attribute: getattr(module, attribute)
+             for attribute in OFFICIAL_FUNCTION_STAGES.values()}
+    attach = {name: f"model.{path}" for name, path in OFFICIAL_MODULE_STAGES.items()}
+    for i in range(len(official.transformer.layers)):
+        for part in ("self_attn", "cross_attn_ffn"):
+            attach[f"{part}[{i}]"] = f"model.transformer.layers.{i}.{part}"
+    try:
+        for name, attribute in OFFICIAL_FUNCTION_STAGES.items():
+            setattr(module, attribute, _staged(name, saved[attribute]))
+        official.upsample_flow = _staged("upsampler", type(official).upsample_flow.__get__(
+            official))
+        yield attach
+    finally:
+        for attribute, function in saved.items():
+            setattr(module, attribute, function)
+        del official.upsample_flow
+
+
+class _WithOptions(torch.nn.Module):
+    """The official model called with :data:`FORWARD_OPTIONS`, as ``model`` (so the attached
+    paths start with ``model.``)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, img0: torch.Tensor, img1: torch.Tensor) -> dict:
+        return self.model(img0, img1, **FORWARD_OPTIONS)
+
+
+def stage_times(official: Any, ours: Any, size: tuple[int, int], rounds: int, warmup: int
+                ) -> dict[str, dict[str, float]]:
+    """Per stage (calls summed), the median time in ms of each model over ``rounds`` paired
+    rounds of :func:`profiling.profile_model`, and the whole forward's (``forward``)."""
+
+    inputs = ours.example_inputs(1, ours.check_input_size(size))
+    wrapped = _WithOptions(official).eval()
+    samples: dict[str, dict[str, list[float]]] = {"official": {}, "ours": {}}
+    with official_stages(official) as attach:
+        runs = {"official": lambda n: profile_model(wrapped, inputs, collectors=["cpu_time"],
+                                                    warmup=0, repeats=n, attach=attach),
+                "ours": lambda n: profile_model(ours, inputs, collectors=["cpu_time"],
+                                                warmup=0, repeats=n)}
+        for name in runs:
+            runs[name](max(warmup, 1))
+        for index in range(rounds):
+            for name in list(runs) if index % 2 == 0 else list(runs)[::-1]:
+                result = runs[name](1)
+                per_stage = result.stages.assign(
+                    stage=result.stages["stage"].str.replace(r"\[\d+\]$", "", regex=True)
+                ).groupby("stage")["cpu_time_ms_median"].sum()
+                for stage_name, ms in per_stage.items():
+                    samples[name].setdefault(stage_name, []).append(float(ms))
+                samples[name].setdefault("forward", []).append(result.forward_ms[0])
+    return {name: {stage_name: statistics.median(values) for stage_name, values in
+                   per_model.items()} for name, per_model in samples.items()}
+
+
 def _quantile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
@@ -141,7 +227,6 @@ def _quantile(values: Sequence[float], q: float) -> float:
 
 def run(args: Any) -> None:
     """Build both models and print one table row per size."""
-    import torch
 
     if args.official is None:
         print(HOW_TO_GET_OFFICIAL)
@@ -156,6 +241,9 @@ def run(args: Any) -> None:
     print(f"GMFlow, ours (zoo, attention_impl={ours.attention_impl}) against the official code "
           f"({args.official}); {machine}; torch {torch.__version__}; {args.rounds} paired "
           f"rounds after {args.warmup} warm-up")
+    if args.stages:
+        print_stage_table(official, ours, args.sizes[-1], args.rounds, args.warmup)
+        return
     print("| size | official (ms) | ours (ms) | ours / official [p10, p90] | speed-up "
           "| max flow diff (px) |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -164,6 +252,23 @@ def run(args: Any) -> None:
         print(f"| {size[0]}x{size[1]} | {row['official_ms']:.0f} | {row['ours_ms']:.0f} | "
               f"{row['ratio']:.3f} [{row['ratio_p10']:.3f}, {row['ratio_p90']:.3f}] | "
               f"{1 / row['ratio']:.2f}x | {row['max_flow_diff']:.2e} |", flush=True)
+
+
+def print_stage_table(official: Any, ours: Any, size: tuple[int, int], rounds: int,
+                      warmup: int) -> None:
+    """The per-stage table of :func:`stage_times` (stages in our forward's order)."""
+    times = stage_times(official, ours, size, rounds, warmup)
+    print(f"per stage at {size[0]}x{size[1]} (ms, median of {rounds} paired rounds; a stage's "
+          f"calls summed)")
+    print("| stage | official (ms) | ours (ms) | ours / official |")
+    print("| --- | --- | --- | --- |")
+    for name in ("forward", *ours.stage_names):
+        theirs, mine = times["official"].get(name), times["ours"].get(name)
+        if theirs is None:  # probes (feature0, feature1) take no time
+            continue
+        cells = [f"{t:.1f}" if t is not None else "-" for t in (theirs, mine)]
+        ratio = f"{mine / theirs:.2f}" if theirs and mine is not None else "-"
+        print(f"| {name} | {cells[0]} | {cells[1]} | {ratio} |", flush=True)
 
 
 def _positive(text: str) -> int:
@@ -187,6 +292,8 @@ def parser() -> ArgumentParser:
     p.add_argument("--warmup", type=_count, default=1, help="untimed rounds first (default 1)")
     p.add_argument("--threads", type=_positive, help="CPU threads (default: torch's)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--stages", action="store_true",
+                   help="per-stage times of both (CPU, the last size) instead of the forwards")
     return p
 
 
