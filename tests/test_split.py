@@ -160,3 +160,4 @@ def test_split_command_on_swiftnet(tmp_path, capsys):
     assert table["raw_bytes"].iloc[0] == 3 * 64 * 64 * 4
     assert table["cut"].iloc[-1] == "output"
     assert "encoder" in set(table["cut"])
+    assert (tmp_path / "split_timeline.png").read_bytes()[:4] == b"\x89PNG"
