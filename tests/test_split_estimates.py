@@ -99,6 +99,7 @@ def test_without_a_device_run_the_roofline_bound_is_the_device_side(table):
     (["--codec", "gzip"], "unknown codec 'gzip'"),
     (["--device-ceilings", "jetson_nope", "--server-run", "."], "no device ceilings named"),
     (["--device-ceilings", "jetson_orin_nano"], "--server-run"),
+    (["--server-run", "."], "--device-run or --device-ceilings"),
 ])
 def test_argument_errors_are_one_line_and_exit_2(arguments, message, capsys):
     from zoo.split import main

@@ -109,6 +109,9 @@ def _check_arguments(args) -> tuple[str, ...]:
                           "when one machine stands for both)")
     if args.device_ceilings is not None and args.server_run is None:
         raise ConfigError("--device-ceilings needs --server-run for the server side")
+    if args.server_run is not None and args.device_run is None and args.device_ceilings is None:
+        raise ConfigError("give --device-run or --device-ceilings with --server-run for the "
+                          "device side")
     if args.codec == ["none"]:
         return ()
     return check_codecs(args.codec)
