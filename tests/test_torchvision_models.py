@@ -42,7 +42,7 @@ def small_overrides(arch: str, device: str) -> list[str]:
     side = max(SIDE, *meta.get("min_size", (1, 1)))
     overrides = ["model=torchvision", f"model.arch={arch}", f"device={device}",
                  "collectors=[payload,op_counts]" if device == "meta"
-                 else "collectors=[payload,cpu_time]"]
+                 else "collectors=[payload]"]  # one real forward: the cost is the build
     package = torchvision.models.get_model_builder(arch).__module__
     if arch.startswith("vit_"):
         side = 2 * int(arch.rsplit("_", 1)[1])
@@ -109,7 +109,7 @@ def test_every_torchvision_builder_runs_on_the_cpu(arch):
     model, inputs, result, notes = _profile(arch, "cpu")
     stages = result.stages[result.stages.kind == "stage"]
     assert set(stages.stage) <= set(model.stage_paths()) and len(stages) >= 2
-    assert (stages.cpu_time_ms_mean > 0).all()
+    assert (stages.out_bytes > 0).all()
 
 
 def test_skip_list_is_the_documented_one():
