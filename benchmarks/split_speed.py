@@ -13,13 +13,15 @@ overhead reads as a ratio whatever the machine. Targets (issue 13), on the 2-cor
     python benchmarks/split_speed.py [--rounds 3] [--only gmflow_cpu ...]
 
 Prints the median over rounds per case, its target, the plain forward's median and the ratio,
-and the load average before and after (a loaded machine inflates every figure).
+the process's peak resident memory so far (cases run in order), and the load average before
+and after (a loaded machine inflates every figure).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import time
 
@@ -75,12 +77,13 @@ def main() -> None:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
           f"{os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}")
     print(f"{'case':<18}{'analysis s':>11}{'target s':>10}{'ratio':>8}{'forward s':>11}"
-          f"{'analysis/forward':>18}")
+          f"{'analysis/forward':>18}{'peak RSS GB':>13}")
     for name in args.only:
         row = measure(name, args.rounds)
         print(f"{row['case']:<18}{row['analysis_s']:>11.2f}{row['target_s']:>10.1f}"
               f"{row['analysis_s'] / row['target_s']:>8.2f}{row['forward_s']:>11.2f}"
-              f"{row['analysis_s'] / row['forward_s']:>18.2f}")
+              f"{row['analysis_s'] / row['forward_s']:>18.2f}"
+              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:>13.2f}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
