@@ -1,6 +1,7 @@
 """Adversarial: run folders never collide, never mix, and are complete or absent; interrupts
 and failures follow the contract (issue: reliability and security)."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -8,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from cli_runner import run_main
 from profiling import stage
@@ -106,42 +106,45 @@ def test_ctrl_c_exits_130_with_one_line_and_no_folder(tmp_path, capsys, monkeypa
     assert not (tmp_path / "run").exists()
 
 
-class _Exploding(ZooModel):
+class _Raising(ZooModel):
+    """A model whose forward raises ``error`` inside the nested ``stages``."""
+
+    def __init__(self, error: Exception, *stages: str) -> None:
+        super().__init__()
+        self.error, self.nested = error, stages
+
     def forward(self, x):
-        with stage("encoder", x):
-            with stage("layer3", x):
-                raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to "
-                                   "allocate 274877906944 bytes. Error code 12")
+        with contextlib.ExitStack() as opened:
+            for name in self.nested:
+                opened.enter_context(stage(name, x))
+            raise self.error
+
+
+def _run_raising(model, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ZOO_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setattr(app, "build_model", lambda *a, **k: model)
+    outcome = run_main(main, ["model=swiftnet", "device=cpu", "input.size=[64,64]",
+                              f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
+    assert outcome.code == 1 and not (tmp_path / "run").exists()
+    log = Path(outcome.line.split("(traceback in ")[1].rstrip(")"))
+    assert log.parent == tmp_path / "logs" and "Traceback" in log.read_text()
+    assert "Traceback" not in outcome.stderr
+    return outcome
 
 
 def test_out_of_memory_names_the_stage_and_the_size(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("ZOO_LOG_DIR", str(tmp_path / "logs"))
-    monkeypatch.setattr(app, "build_model", lambda *a, **k: _Exploding())
-    outcome = run_main(main, ["model=swiftnet", "device=cpu", "input.size=[64,64]",
-                              f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
-    assert outcome.code == 1
+    oom = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+                       "274877906944 bytes. Error code 12")
+    outcome = _run_raising(_Raising(oom, "encoder", "layer3"), tmp_path, capsys, monkeypatch)
     assert outcome.line.startswith("error: out of memory in stage 'encoder/layer3' at input "
                                    "1x3x64x64 (tried to allocate 274877906944 bytes)")
-    log = Path(outcome.line.split("(traceback in ")[1].rstrip(")"))
-    assert log.parent == tmp_path / "logs" and "Traceback" in log.read_text()
-    assert not (tmp_path / "run").exists()
 
 
 def test_a_forward_that_raises_names_its_stage(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("ZOO_LOG_DIR", str(tmp_path / "logs"))
-
-    class Failing(ZooModel):
-        def forward(self, x):
-            with stage("decoder", x):
-                raise ValueError("shapes do not match\nsecond line")
-
-    monkeypatch.setattr(app, "build_model", lambda *a, **k: Failing())
-    outcome = run_main(main, ["model=swiftnet", "device=cpu", "input.size=[64,64]",
-                              f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
-    assert outcome.code == 1
+    error = ValueError("shapes do not match\nsecond line")
+    outcome = _run_raising(_Raising(error, "decoder"), tmp_path, capsys, monkeypatch)
     assert outcome.line.startswith("error: ValueError in stage 'decoder': shapes do not match "
                                    "(traceback in ")
-    assert "Traceback" not in outcome.stderr and not (tmp_path / "run").exists()
 
 
 def test_io_errors_are_one_line():

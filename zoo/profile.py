@@ -93,6 +93,7 @@ def _main() -> None:
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()  # a config composed before (the checks, a test) is done
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra's own failures reach run_tool: one line
     hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="profile")(_job)()
     outcome = sweep_summary.last_sweep
     if outcome is not None and outcome.failed:

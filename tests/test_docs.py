@@ -1,0 +1,150 @@
+"""Docs that run: every ``python`` block and every ``python -m zoo.`` command of the README, of
+CONTRIBUTING.md and of ``docs/`` runs as written, in a fresh folder (issue: the house).
+
+How the examples are run:
+
+* ``python`` blocks of one file run in order in one namespace, so a block may use what an
+  earlier one made.
+* In ``bash`` blocks, every command starting with ``python -m zoo.`` runs in this process (as
+  the shell would run it, through the tool's ``main``) and must exit 0. Profiles run on the
+  meta device (``device=...`` becomes ``device=meta``) and ``zoo.split`` gets ``--meta`` when it
+  has no run to read, unless the block is marked ``<!-- docs: run as written -->``, for
+  examples that need measured times; ``zoo.calibrate`` measures for a moment.
+* Transcripts (``$ python -m zoo....`` followed by the output lines) run too, and each shown
+  line must appear in the output (a line ending in ``...`` is a prefix).
+* A block preceded by ``<!-- docs: not run (reason) -->`` is skipped, visibly: the reasons are
+  listed in this test's output.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
+_MARK = re.compile(r"<!--\s*docs:\s*(not run|run as written)\s*(?:\((.*)\))?\s*-->")
+_CALIBRATE_BRIEFLY = ["--seconds", "0.05", "--size", "64", "--megabytes", "1"]
+
+
+@dataclass
+class Block:
+    """One fenced code block of a Markdown file."""
+
+    language: str
+    code: str
+    line: int
+    mark: str = ""
+    reason: str = ""
+
+
+def blocks(path: Path) -> list[Block]:
+    """The fenced blocks of ``path`` with the mark on the line before each, if any."""
+    found, lines = [], path.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("```"):
+            language, start = lines[i][3:].strip(), i
+            i += 1
+            body = []
+            while i < len(lines) and not lines[i].startswith("```"):
+                body.append(lines[i])
+                i += 1
+            previous = next((lines[j] for j in range(start - 1, -1, -1) if lines[j].strip()), "")
+            mark = _MARK.search(previous)
+            found.append(Block(language, "\n".join(body), start + 1,
+                               mark.group(1) if mark else "", (mark.group(2) or "")
+                               if mark else ""))
+        i += 1
+    return found
+
+
+def _logical_lines(code: str) -> list[str]:
+    joined = code.replace("\\\n", " ")
+    return [line.strip() for line in joined.splitlines() if line.strip()]
+
+
+def _rewrite(args: list[str], as_written: bool) -> list[str]:
+    tool, rest = args[2], args[3:]
+    if tool == "zoo.calibrate":
+        return [tool, *rest, *_CALIBRATE_BRIEFLY]
+    if as_written:
+        return [tool, *rest]
+    if tool == "zoo.profile":
+        return [tool, *[a for a in rest if not a.startswith("device=")], "device=meta"]
+    if tool == "zoo.split" and not {"--meta", "--server-run", "--device-run"} & set(rest):
+        return [tool, *rest, "--meta"]
+    return [tool, *rest]
+
+
+def run_tool(command: list[str], monkeypatch: pytest.MonkeyPatch,
+             capsys: pytest.CaptureFixture) -> tuple[int, str]:
+    """Run ``[tool, *arguments]`` through the tool's ``main`` in this process."""
+    module = importlib.import_module(command[0])
+    monkeypatch.setattr(sys, "argv", [f"python -m {command[0]}", *command[1:]])
+    code = 0
+    try:
+        module.main()
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else 1
+    printed = capsys.readouterr()
+    return code, printed.out + printed.err
+
+
+def _check_transcript(block: Block, monkeypatch, capsys, where: str) -> None:
+    entries = re.split(r"^\$ ", block.code, flags=re.MULTILINE)[1:]
+    for entry in entries:
+        command, *expected = entry.splitlines()
+        args = shlex.split(command, comments=True)
+        _, output = run_tool(args[2:], monkeypatch, capsys)
+        for line in filter(None, (e.strip() for e in expected)):
+            shown = line[:-3] if line.endswith("...") else line
+            assert any(o.startswith(shown) if line.endswith("...") else o.strip() == shown
+                       for o in output.splitlines()), f"{where}: {command!r} printed {output!r}"
+
+
+def _run_file(path: Path, tmp_path: Path, monkeypatch, capsys) -> list[str]:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "zoo").symlink_to(ROOT / "zoo")  # paths such as zoo/data/sample/... resolve
+    namespace: dict = {"__name__": "__docs__"}
+    skipped = []
+    for block in blocks(path):
+        where = f"{path.relative_to(ROOT)}:{block.line}"
+        if block.mark == "not run":
+            skipped.append(f"{where} ({block.reason})")
+            continue
+        if block.language == "python":
+            exec(compile(block.code, where, "exec"), namespace)
+        elif block.language in ("bash", "sh", "shell"):
+            for line in _logical_lines(block.code):
+                if line.startswith("python -m zoo."):
+                    command = _rewrite(shlex.split(line, comments=True),
+                                       block.mark == "run as written")
+                    code, output = run_tool(command, monkeypatch, capsys)
+                    assert code == 0, f"{where}: {' '.join(command)} exited {code}: {output}"
+        elif block.code.lstrip().startswith("$ python -m zoo."):
+            _check_transcript(block, monkeypatch, capsys, where)
+    return skipped
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(ROOT)),
+                                               marks=[] if p.name == "README.md"
+                                               else [pytest.mark.slow]) for p in DOCS])
+def test_the_examples_run_as_written(path, tmp_path, monkeypatch, capsys):
+    skipped = _run_file(path, tmp_path, monkeypatch, capsys)
+    if skipped:
+        print(f"not run in {path.name}: " + "; ".join(skipped))
+
+
+def test_the_marks_are_rare():
+    marked = [b for p in DOCS for b in blocks(p) if b.mark == "not run"]
+    runnable = [b for p in DOCS for b in blocks(p)
+                if b.language == "python" or "python -m zoo." in b.code]
+    assert all(b.reason for b in marked), "a skipped block says why"
+    assert len(marked) <= len(runnable) // 5
