@@ -222,3 +222,14 @@ def test_every_cut_has_its_own_name():
 
     table = cut_table(analyse_cuts(Named().eval(), (X,), codecs=(), depth=1))
     assert list(table["cut"]) == ["input", "post (module)", "post", "output"]
+
+
+def test_a_failing_forward_keeps_its_own_error():
+    class Fails(nn.Module):
+        def forward(self, x):
+            with stage("first", x) as s:
+                y = s.output(x * 2)
+            raise ValueError("the model's own error")
+
+    with pytest.raises(ValueError, match="the model's own error"):
+        analyse_cuts(Fails(), (X,), codecs=("zlib",), every_op=True)

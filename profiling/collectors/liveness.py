@@ -19,6 +19,7 @@ operator. Each operator is also priced with the counting formulas
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 from typing import Any, Optional, Sequence
 
@@ -329,6 +330,10 @@ class Liveness(Collector):
         if self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
+        if sys.exc_info()[0] is not None:  # the forward raised: nothing to cut, let it go on
+            self._close_early()
+            self.live, self._records = {}, []
+            return
         if self._outputs is None:
             gc.collect()  # so that only what the forward returned is still alive
             self._outputs = {id(r): ((np.zeros(1, np.int64)), np.array([r.nbytes], np.int64))
