@@ -89,6 +89,9 @@ def test_a_folder_is_complete_or_absent_and_stale_temporaries_go(tmp_path, monke
     paths = write_folder(tmp_path / "run", {"stages.csv": "a\n", "plots/x.png": b"png"})
     assert [p.relative_to(tmp_path).as_posix() for p in paths] == ["run/stages.csv",
                                                                     "run/plots/x.png"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "run").stat().st_mode & 0o777 == 0o777 & ~umask  # not mkdtemp's 0700
     assert remove_stale_temporaries(tmp_path) == []
     with pytest.raises(ProfilingError, match="already holds files"):
         write_folder(tmp_path / "run", {"stages.csv": "b\n"})
@@ -176,3 +179,26 @@ def test_meta_analysis_at_40000_squared_stays_under_1_5_gb(tmp_path):
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.split()[-1]) * 1024 < 1.5e9
+
+
+@pytest.mark.slow
+def test_a_real_ctrl_c_exits_130_with_one_line_and_no_folder(tmp_path):
+    import signal
+    import time
+
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "zoo.profile", "model=swiftnet", "device=cpu",
+         "input.size=[512,1024]", "run.repeats=50", f"hydra.run.dir={run_dir}"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "ZOO_LOG_DIR": str(tmp_path / "logs")})
+    deadline = time.monotonic() + 120
+    while not run_dir.exists() and time.monotonic() < deadline:  # Hydra made it: work started
+        time.sleep(0.2)
+    time.sleep(2)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1].startswith("error: interrupted (traceback in ")
+    assert "Traceback" not in stderr
+    assert not run_dir.exists(), list(run_dir.iterdir())

@@ -14,8 +14,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -108,9 +110,24 @@ def describe_failure(error: BaseException) -> tuple[str, int]:
     return f"{type(error).__name__}{where}: {text[0] if text else '(no message)'}", EXIT_FAILURE
 
 
+_interrupted = False
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
 def run_tool(tool: str, job: Callable[[], Any]) -> Any:
     """Run ``job`` under the error contract: return its result, or end the process with one
-    line on stderr and the exit status of :func:`describe_failure`."""
+    line on stderr and the exit status of :func:`describe_failure`.
+
+    Ctrl-C is remembered when it arrives, so an interrupt that a library turns into another
+    error on its way out (an import cut short) still ends as an interrupt, with status 130.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_interrupt)
     try:
         return job()
     except SystemExit:
@@ -122,7 +139,8 @@ def run_tool(tool: str, job: Callable[[], Any]) -> Any:
 def exit_with(tool: str, error: BaseException) -> NoReturn:
     """End the process for ``error`` under the contract: one line (naming the traceback's log
     file for failures and interrupts) and the exit status of :func:`describe_failure`."""
-    message, code = describe_failure(error)
+    message, code = ("interrupted", EXIT_INTERRUPTED) if _interrupted else \
+        describe_failure(error)
     if code != EXIT_BAD_INPUT:
         log = _write_log(tool, error)
         if log is not None:

@@ -32,11 +32,11 @@ def _job(cfg) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from .app import run_profile
-
     hydra_config = HydraConfig.get()
     run_dir = Path(hydra_config.runtime.output_dir)
     try:
+        from .app import run_profile  # torch loads here: an interrupt may already come
+
         run_profile(cfg, run_dir)
     except Exception as error:  # noqa: BLE001  (the contract: one line, or error.json in a sweep)
         _remove_if_empty(run_dir)

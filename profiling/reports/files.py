@@ -73,6 +73,13 @@ def remove_stale_temporaries(parent: Union[str, Path]) -> list[Path]:
     return removed
 
 
+def _folder_mode() -> int:
+    """The mode a new folder gets from the umask (``mkdir``'s), e.g. ``0o755``."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o777 & ~umask
+
+
 def _check_parent(directory: Path) -> None:
     for ancestor in [directory, *directory.parents]:
         if ancestor.exists():
@@ -112,6 +119,7 @@ def write_folder(directory: Union[str, Path], files: Mapping[str, Content], *,
             os.replace(directory, replaced / "old")
         elif directory.is_dir():
             directory.rmdir()
+        os.chmod(staging, _folder_mode())  # mkdtemp's 0700 would hide the run from others
         try:
             os.rename(staging, directory)
         except OSError:
