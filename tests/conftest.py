@@ -26,16 +26,26 @@ def golden():
     return load
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--sweeps``: also run the broad real-compute sweeps (every torchvision builder on the
+    CPU, about 15 minutes on 2 cores); CI runs them on the meta device only."""
+    parser.addoption("--sweeps", action="store_true", default=False,
+                     help="run the tests marked sweep (broad real-compute sweeps)")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Skip every test marked ``@pytest.mark.cuda`` on a machine without a CUDA GPU (so
-    ``pytest -m cuda`` selects exactly the GPU checks, and a CPU machine skips them cleanly)."""
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    ``pytest -m cuda`` selects exactly the GPU checks, and a CPU machine skips them cleanly),
+    and every test marked ``@pytest.mark.sweep`` unless ``--sweeps`` is given."""
+    skips = []
+    if not torch.cuda.is_available():
+        skips.append(("cuda", pytest.mark.skip(reason="needs a CUDA GPU")))
+    if not config.getoption("--sweeps"):
+        skips.append(("sweep", pytest.mark.skip(reason="a broad sweep: run with --sweeps")))
     for item in items:
-        if item.get_closest_marker("cuda") is not None:
-            item.add_marker(skip)
-
+        for marker, skip in skips:
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(skip)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

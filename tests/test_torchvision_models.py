@@ -1,7 +1,8 @@
 """Every builder of ``torchvision.models.list_models()`` under the zoo's profile job.
 
 Each one runs on the meta device (the whole analysis, in seconds) and on the CPU at a tiny size
-(real compute; slow but for a few small ones, :data:`QUICK_ON_CPU`). Inputs follow the model's
+(real compute: the few small ones of :data:`QUICK_ON_CPU`, one per family, in every run; all
+the others are a broad sweep, run with ``pytest --sweeps``, about 15 minutes on 2 cores). Inputs follow the model's
 family.
 """
 
@@ -64,7 +65,7 @@ def _params(device: str) -> list:
         if arch in SKIPPED:
             marks.append(pytest.mark.skip(reason=f"left out: {SKIPPED[arch]}"))
         if device == "cpu" and arch not in QUICK_ON_CPU:
-            marks.append(pytest.mark.slow)
+            marks += [pytest.mark.slow, pytest.mark.sweep]
         params.append(pytest.param(arch, marks=marks, id=arch))
     return params
 
