@@ -86,3 +86,17 @@ def test_every_model_config_declares_the_stage_options():
     for path in sorted((CONFIG_DIR / "model").glob("*.yaml")):
         text = path.read_text()
         assert "\nstage_depth: 1 " in text and "\nstage_paths: null " in text, path.name
+
+
+def test_split_cuts_after_every_block_of_the_finer_stages():
+    from profiling.split import analyse_cuts
+
+    cfg = compose_config(["model=torchvision", "model.arch=resnet18", "model.stage_depth=2",
+                          "device=meta"])
+    model, inputs, attach, _ = prepare(cfg, torch.device("meta"))
+    cuts = {cut.name: cut for cut in analyse_cuts(model, inputs, attach=attach)}
+    blocks = [f"layer{i}.{j}" for i in range(1, 5) for j in range(2)]
+    assert set(blocks) <= set(cuts)
+    # after a block only its output is alive: [1, 64, 56, 56] float32 after layer1.0
+    assert cuts["layer1.0"].raw_bytes == 64 * 56 * 56 * 4 == 802_816
+    assert cuts["layer4.1"].raw_bytes == 512 * 7 * 7 * 4

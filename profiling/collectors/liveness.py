@@ -9,7 +9,8 @@ the forward, :mod:`profiling.cuts` gives the storages alive across each candidat
 bytes of them read after it. The model's inputs (when given) count as produced before the
 first operator; the forward's outputs count as read after the last one.
 
-Candidate cuts: before the first operator (``input``), after each top-level stage call,
+Candidate cuts: before the first operator (``input``), after each stage call (nested ones
+too: ``model.stage_depth=2`` gives a cut after every block),
 after the forward (``output``), plus whatever :meth:`Liveness.mark` is called for (module
 boundaries, see :func:`profiling.split.analyse_cuts`) and, with ``every_op``, after every
 operator. Each operator is also priced with the counting formulas
@@ -323,8 +324,7 @@ class Liveness(Collector):
         if call.depth == 0:
             self._current = ""
             self.stage_spans.append((call, self._starts.pop(id(call), self.clock), self.clock))
-            self.mark(call.name + (f"[{call.call_index}]" if call.call_index else ""),
-                      "stage", call)
+        self.mark(call.name + (f"[{call.call_index}]" if call.call_index else ""), "stage", call)
 
     def end_forward(self) -> None:
         if self._mode is not None:
