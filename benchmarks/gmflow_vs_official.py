@@ -195,15 +195,17 @@ class _WithOptions(torch.nn.Module):
 def stage_times(official: Any, ours: Any, size: tuple[int, int], rounds: int, warmup: int
                 ) -> dict[str, dict[str, float]]:
     """Per stage (calls summed), the median time in ms of each model over ``rounds`` paired
-    rounds of :func:`profiling.profile_model`, and the whole forward's (``forward``)."""
-
-    inputs = ours.example_inputs(1, ours.check_input_size(size))
+    rounds of :func:`profiling.profile_model`, and the whole forward's (``forward``), with
+    the device's timer (CUDA events on a GPU)."""
+    device = next(ours.parameters()).device
+    timer = "cuda_time" if device.type == "cuda" else "cpu_time"
+    inputs = ours.example_inputs(1, ours.check_input_size(size), device=device)
     wrapped = _WithOptions(official).eval()
     samples: dict[str, dict[str, list[float]]] = {"official": {}, "ours": {}}
     with official_stages(official) as attach:
-        runs = {"official": lambda n: profile_model(wrapped, inputs, collectors=["cpu_time"],
+        runs = {"official": lambda n: profile_model(wrapped, inputs, collectors=[timer],
                                                     warmup=0, repeats=n, attach=attach),
-                "ours": lambda n: profile_model(ours, inputs, collectors=["cpu_time"],
+                "ours": lambda n: profile_model(ours, inputs, collectors=[timer],
                                                 warmup=0, repeats=n)}
         for name in runs:
             runs[name](max(warmup, 1))
@@ -212,7 +214,7 @@ def stage_times(official: Any, ours: Any, size: tuple[int, int], rounds: int, wa
                 result = runs[name](1)
                 per_stage = result.stages.assign(
                     stage=result.stages["stage"].str.replace(r"\[\d+\]$", "", regex=True)
-                ).groupby("stage")["cpu_time_ms_median"].sum()
+                ).groupby("stage")[f"{timer}_ms_median"].sum()
                 for stage_name, ms in per_stage.items():
                     samples[name].setdefault(stage_name, []).append(float(ms))
                 samples[name].setdefault("forward", []).append(result.forward_ms[0])
@@ -293,7 +295,7 @@ def parser() -> ArgumentParser:
     p.add_argument("--threads", type=_positive, help="CPU threads (default: torch's)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--stages", action="store_true",
-                   help="per-stage times of both (CPU, the last size) instead of the forwards")
+                   help="per-stage times of both (the last size) instead of the forwards")
     return p
 
 
