@@ -30,12 +30,12 @@ def test_two_point_joblib_sweep_writes_the_summary(tmp_path):
     result = _sweep(tmp_path, "hydra/launcher=local", "input.batch=1,2")
     assert result.returncode == 0, result.stderr
     summary = pd.read_csv(tmp_path / "summary.csv")
-    assert set(summary["run"]) == {"0_torchvision", "1_torchvision"}
+    assert set(summary["run"]) == {"0_torchvision-resnet18", "1_torchvision-resnet18"}
     assert (summary["status"] == "ok").all()
     first = summary[summary["stage"] == "conv1"].set_index("input.batch")
     assert first.loc[1, "in_bytes"] == IMAGE_BYTES
     assert first.loc[2, "in_bytes"] == 2 * IMAGE_BYTES
-    assert list(summary[summary["run"] == "0_torchvision"]["stage"]) == [
+    assert list(summary[summary["run"] == "0_torchvision-resnet18"]["stage"]) == [
         "conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4", "avgpool",
         "fc"]
     assert (summary["parameters"] == 11_689_512).all()
@@ -46,18 +46,19 @@ def test_two_point_joblib_sweep_writes_the_summary(tmp_path):
 def test_a_failing_job_is_recorded_and_the_others_finish(tmp_path):
     # submitit's local executor runs each job in its own process, as on a SLURM cluster.
     result = _sweep(tmp_path, "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5",
-                    "run.repeats=0,1")
+                    "model.in_channels=0,3")  # passes the option check, fails to build
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith("error: 1 of 2 runs failed")
-    failure = json.loads((tmp_path / "0_torchvision" / "error.json").read_text())
-    assert failure["error_type"] == "ProfilingError"
-    assert "run.repeats=0" in failure["overrides"]
+    failure = json.loads((tmp_path / "0_torchvision-resnet18" / "error.json").read_text())
+    assert failure["error_type"] == "ConfigError"
+    assert "model.in_channels=0" in failure["overrides"]
     summary = pd.read_csv(tmp_path / "summary.csv")
     failed = summary[summary["status"] == "failed"]
-    assert list(failed["run"]) == ["0_torchvision"]
-    assert failed["error"].iloc[0] == "ProfilingError: run.repeats must be at least 1, got 0"
+    assert list(failed["run"]) == ["0_torchvision-resnet18"]
+    assert failed["error"].iloc[0] == ("ConfigError: in_channels=0 is not accepted; accepted: an "
+                                       "integer >= 1")
     assert failed["stage"].isna().all()
-    finished = summary[summary["run"] == "1_torchvision"]
+    finished = summary[summary["run"] == "1_torchvision-resnet18"]
     assert len(finished) == 10 and (finished["status"] == "ok").all()
 
 
