@@ -202,7 +202,9 @@ def cut_table(analysis: Union[SplitAnalysis, Sequence[Cut]],
         position = min(cut.position, len(flops) - 1)
         index, fraction = _stage_positions(analysis, cut.position)
         row = {"cut": cut.name, "kind": cut.kind, "stage": cut.stage,
-               "call_index": cut.call_index, "position": cut.position,
+               "call_index": cut.call_index,
+               "depth": cut.call.depth if cut.call is not None else None,
+               "position": cut.position,
                "tensors": len(cut.tensors)}
         row.update({f"{name}_bytes": cut.sizes.get(name) for name in
                     SIZE_ENCODINGS + tuple(analysis.codecs)})

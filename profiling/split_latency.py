@@ -64,7 +64,7 @@ def _cumulated(cuts: pd.DataFrame, stages: pd.DataFrame, side: str, statistic: s
                ) -> np.ndarray:
     """Time of the forward up to each cut, from a run's top-level stage times."""
     times = top_level_times(stages, statistic)
-    calls = cuts[cuts["kind"] == "stage"]
+    calls = cuts[(cuts["kind"] == "stage") & (cuts["depth"] == 0)]
     durations = []
     for _, row in calls.iterrows():
         key = (row["stage"], int(row["call_index"]))
