@@ -98,7 +98,7 @@ def test_significance_per_stage_and_forward_from_the_raw_repeats(tmp_path):
                     [20.0] * 8, {"forward_cv": 0.01, "load_average_before": [0.5, 0.5, 0.5],
                                  "cores": 2, "repeats": 8})
     b = _run_folder(tmp_path, "b", {"encoder": list(reversed(steady)),
-                                    "head": [2.6] * 8}, [18.0] * 8)
+                                    "head": [2.6] * 8}, [14.0] * 8)
     table = compare_runs(a, b).set_index("stage")
     # the same values in another order: ratio 1, never significant
     assert table.loc["encoder", "time_ratio"] == 1.0
@@ -109,14 +109,14 @@ def test_significance_per_stage_and_forward_from_the_raw_repeats(tmp_path):
     assert tuple(table.loc["head", ["time_ratio", "time_ratio_ci95_low",
                                     "time_ratio_ci95_high"]]) == pytest.approx((1.3,) * 3)
     assert table.loc["head", "significant"]
-    assert table.loc[FORWARD, "time_ratio"] == 0.9 and table.loc[FORWARD, "significant"]
+    assert table.loc[FORWARD, "time_ratio"] == 0.7 and table.loc[FORWARD, "significant"]
     assert table.loc[FORWARD, "cpu_time_ms_median_a"] == 20.0
     # payload is exact: a ratio, no interval
     assert table.loc["head", "out_bytes_ratio"] == 1.0
     lines = format_comparison(compare_runs(a, b), a, b).splitlines()
     assert "noise A: forward CV 1.0%, load 0.50 on 2 cores, 8 repeats" in lines
     assert "noise B: noise not recorded" in lines
-    assert "forward median (ms): 20.000 -> 18.000 -10.0% *, 95% CI -10..-10%" in lines
+    assert "forward median (ms): 20.000 -> 14.000 -30.0% *, 95% CI -30..-30%" in lines
     head = next(line for line in lines if line.startswith("head"))
     assert head.split()[:6] == ["head", "2.000", "2.600", "+30.0%", "*", "+30..+30%"]
     encoder = next(line for line in lines if line.startswith("encoder"))
@@ -126,26 +126,28 @@ def test_significance_per_stage_and_forward_from_the_raw_repeats(tmp_path):
 def test_a_small_change_is_not_significant_below_the_minimum(tmp_path):
     from profiling.reports.compare import compare_runs
 
-    a = _run_folder(tmp_path, "a", {"x": [10.0] * 6}, [10.0] * 6)
-    b = _run_folder(tmp_path, "b", {"x": [10.3] * 6}, [10.3] * 6)
+    a = _run_folder(tmp_path, "a", {"x": [10.0] * 6, "tiny": [0.2] * 6}, [10.0] * 6)
+    b = _run_folder(tmp_path, "b", {"x": [12.0] * 6, "tiny": [0.4] * 6}, [12.0] * 6)
     table = compare_runs(a, b).set_index("stage")
-    assert table.loc["x", "time_ratio"] == pytest.approx(1.03)
-    assert not table.loc["x", "significant"]  # excludes 1, but 3% < 5%
-    assert compare_runs(a, b, min_change=0.02).set_index("stage").loc["x", "significant"]
+    assert table.loc["x", "time_ratio"] == pytest.approx(1.2)
+    assert not table.loc["x", "significant"]  # excludes 1, but 20% < 25%
+    assert compare_runs(a, b, min_change=0.1).set_index("stage").loc["x", "significant"]
+    # twice as slow, but 0.2 ms apart: below the CPU's 0.5 ms floor of scheduling jitter
+    assert table.loc["tiny", "time_ratio"] == 2.0 and not table.loc["tiny", "significant"]
 
 
 def test_a_noisy_run_raises_the_smallest_significant_change(tmp_path):
     from profiling.reports.compare import change_threshold, compare_runs
 
-    assert change_threshold({"noise": {"forward_cv": 0.3}}, {"forward_ms": [9.0, 11.0]}) == 0.3
-    # without a noise record, the CV of forward_ms: sqrt(2) / 10
-    assert change_threshold({}, {"forward_ms": [9.0, 11.0]}) == pytest.approx(0.141421, 1e-5)
-    assert change_threshold({"noise": {"forward_cv": 0.01}}, {}) == 0.05
-    a = _run_folder(tmp_path, "a", {"x": [10.0] * 6}, [10.0] * 6, {"forward_cv": 0.3})
-    b = _run_folder(tmp_path, "b", {"x": [12.0] * 6}, [12.0] * 6)
+    assert change_threshold({"noise": {"forward_cv": 0.4}}, {"forward_ms": [9.0, 11.0]}) == 0.4
+    # without a noise record, the CV of forward_ms: sqrt(2) * 2 / 10
+    assert change_threshold({}, {"forward_ms": [8.0, 12.0]}) == pytest.approx(0.282843, 1e-5)
+    assert change_threshold({"noise": {"forward_cv": 0.01}}, {}) == 0.25
+    a = _run_folder(tmp_path, "a", {"x": [10.0] * 6}, [10.0] * 6, {"forward_cv": 0.4})
+    b = _run_folder(tmp_path, "b", {"x": [13.0] * 6}, [13.0] * 6)
     table = compare_runs(a, b).set_index("stage")
-    assert table.loc["x", "time_ratio"] == 1.2 and table.loc["x", "time_ratio_ci95_low"] == 1.2
-    assert not table.loc["x", "significant"] and (table["min_change"] == 0.3).all()
+    assert table.loc["x", "time_ratio"] == 1.3 and table.loc["x", "time_ratio_ci95_low"] == 1.3
+    assert not table.loc["x", "significant"] and (table["min_change"] == 0.4).all()
 
 
 def test_significance_is_withheld_when_a_machine_was_loaded(tmp_path):
