@@ -94,18 +94,18 @@ def test_significance_per_stage_and_forward_from_the_raw_repeats(tmp_path):
     from profiling.reports.compare import FORWARD, compare_runs, format_comparison
 
     steady = [10.0, 10.2, 9.8, 10.1, 9.9, 10.0, 10.3, 9.7]
-    a = _run_folder(tmp_path, "a", {"encoder": steady, "head": [2.0] * 8},
+    a = _run_folder(tmp_path, "a", {"encoder": steady, "head": [4.0] * 8},
                     [20.0] * 8, {"forward_cv": 0.01, "load_average_before": [0.5, 0.5, 0.5],
                                  "cores": 2, "repeats": 8})
     b = _run_folder(tmp_path, "b", {"encoder": list(reversed(steady)),
-                                    "head": [2.6] * 8}, [14.0] * 8)
+                                    "head": [5.2] * 8}, [14.0] * 8)
     table = compare_runs(a, b).set_index("stage")
     # the same values in another order: ratio 1, never significant
     assert table.loc["encoder", "time_ratio"] == 1.0
     assert not table.loc["encoder", "significant"]
     assert table.loc["encoder", "time_ratio_ci95_low"] < 1.0 < \
         table.loc["encoder", "time_ratio_ci95_high"]
-    # constant 2.0 against constant 2.6: every resample gives 1.3
+    # constant 4.0 against constant 5.2: every resample gives 1.3
     assert tuple(table.loc["head", ["time_ratio", "time_ratio_ci95_low",
                                     "time_ratio_ci95_high"]]) == pytest.approx((1.3,) * 3)
     assert table.loc["head", "significant"]
@@ -118,7 +118,7 @@ def test_significance_per_stage_and_forward_from_the_raw_repeats(tmp_path):
     assert "noise B: noise not recorded" in lines
     assert "forward median (ms): 20.000 -> 14.000 -30.0% *, 95% CI -30..-30%" in lines
     head = next(line for line in lines if line.startswith("head"))
-    assert head.split()[:6] == ["head", "2.000", "2.600", "+30.0%", "*", "+30..+30%"]
+    assert head.split()[:6] == ["head", "4.000", "5.200", "+30.0%", "*", "+30..+30%"]
     encoder = next(line for line in lines if line.startswith("encoder"))
     assert encoder.split()[3] == "(+0.0%)"
 
@@ -132,7 +132,7 @@ def test_a_small_change_is_not_significant_below_the_minimum(tmp_path):
     assert table.loc["x", "time_ratio"] == pytest.approx(1.2)
     assert not table.loc["x", "significant"]  # excludes 1, but 20% < 25%
     assert compare_runs(a, b, min_change=0.1).set_index("stage").loc["x", "significant"]
-    # twice as slow, but 0.2 ms apart: below the CPU's 0.5 ms floor of scheduling jitter
+    # twice as slow, but 0.2 ms apart: below the CPU's 1 ms floor of scheduling jitter
     assert table.loc["tiny", "time_ratio"] == 2.0 and not table.loc["tiny", "significant"]
 
 
