@@ -15,7 +15,7 @@ is in a legend, and MB is 1e6 bytes on every plot (the torchstat table's MiB are
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,6 +55,11 @@ def _log_if_wide(axes, values, axis: str = "y") -> bool:
     label = getattr(axes, f"get_{axis}label")()
     getattr(axes, f"set_{axis}label")(f"{label} (log scale)" if label else "log scale")
     return True
+
+
+def _legend_outside(axes: Any) -> None:
+    """The legend right of the plot, where no bar or line can hide under it."""
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
 
 
 def _png(figure: Figure) -> bytes:
@@ -103,7 +108,7 @@ def plot_stage_times(stages: pd.DataFrame, max_depth: int = 0) -> Optional[bytes
     _log_if_wide(axes, np.concatenate([grouped[f"{c}_median"].sum().to_numpy()
                                        for _, c in kinds]), "x")
     axes.set_title("Time per stage (whiskers: p10-p90)")
-    axes.legend(loc="lower right")
+    _legend_outside(axes)
     axes.grid(axis="x", alpha=0.3)
     return _png(figure)
 
@@ -131,7 +136,7 @@ def plot_payload(stages: pd.DataFrame, max_depth: int = 1) -> bytes:
     axes.set_ylabel("MB (1e6 bytes)")
     _log_if_wide(axes, values)
     axes.set_title("Payload along the forward (colour: nesting depth)")
-    axes.legend()
+    _legend_outside(axes)
     axes.grid(axis="y", alpha=0.3)
     return _png(figure)
 
