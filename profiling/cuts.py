@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import torch
@@ -163,9 +163,7 @@ def alive_bytes(records: Sequence[Any], outputs: dict[int, ByteRanges], last: in
 
 
 def build_cuts(records: Sequence[Any], outputs: dict[int, ByteRanges], marks: Sequence[Mark],
-               last: int, codecs: Sequence[str],
-               early: Optional[Callable[[Any], Optional[Mapping[str, int]]]] = None
-               ) -> list[Cut]:
+               last: int, codecs: Sequence[str]) -> list[Cut]:
     """The cuts at ``marks`` (sorted by position), from the collector's storage records.
 
     Args:
@@ -173,15 +171,15 @@ def build_cuts(records: Sequence[Any], outputs: dict[int, ByteRanges], marks: Se
         outputs: the ranges of each output storage (by record id) the forward returns.
         marks: the candidate cut points, in position order.
         last: the number of operators the forward ran.
-        codecs: the codecs to measure (each storage's content must have been kept).
-        early: sizes of whole storages compressed during the forward, by ``(id(record),
-            version)`` (see :class:`~profiling.encodings.EarlyCompression`), or ``None``.
+        codecs: the codecs to measure (each storage's content must have been kept). Each
+            distinct content and read range is compressed once, after every storage's pieces
+            are known: only what crosses a candidate cut is compressed.
     """
     positions = np.array([mark.position for mark in marks], np.int64)
     cuts = [Cut(m.name, m.kind, m.position, call=m.call) for m in marks]
     names = SIZE_ENCODINGS + tuple(codecs)
     steps = {name: np.zeros(len(marks) + 1, np.int64) for name in names + ("missing",)}
-    tasks: dict[tuple[int, int, int], int] = {}
+    tasks: dict[tuple[int, int, bytes, bytes], int] = {}
     items: list[tuple[torch.Tensor, ByteRanges, torch.dtype]] = []
     spans: list[tuple[int, int, Any, _Piece, Optional[int]]] = []
     for record in records:
@@ -193,21 +191,13 @@ def build_cuts(records: Sequence[Any], outputs: dict[int, ByteRanges], marks: Se
             if codecs:
                 content = record.content(piece.version)
                 if content is not None:
-                    key = (id(record), piece.version, id(piece.ranges))
+                    key = (id(record), piece.version, *(r.tobytes() for r in piece.ranges))
                     task = tasks.get(key)
                     if task is None:
                         task = tasks[key] = len(items)
                         items.append((content, piece.ranges, record.dtype))
             spans.append((int(first), int(end), record, piece, task))
-    sizes: list[Optional[Mapping[str, int]]] = [None] * len(items)
-    if early is not None:
-        for (record_id, version, _), task in tasks.items():
-            data, ranges, _ = items[task]
-            if len(ranges[0]) == 1 and ranges[0][0] == 0 and ranges[1][0] == data.numel():
-                sizes[task] = early((record_id, version))
-    later = [task for task, size in enumerate(sizes) if size is None]
-    for task, measured in zip(later, compressed_sizes([items[t] for t in later], codecs)):
-        sizes[task] = measured
+    sizes = compressed_sizes(items, codecs)
     for first, end, record, piece, task in spans:
         measured = sizes[task] if task is not None else {}
         sent = {"raw": piece.nbytes, "fp16": encoded_bytes(piece.nbytes, record.dtype, 2),

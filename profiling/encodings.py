@@ -26,17 +26,17 @@ from __future__ import annotations
 import lzma
 import os
 import zlib
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
 
-from .byte_ranges import ByteRanges
+from .byte_ranges import ByteRanges, ranges_size
 from .errors import ProfilingError
 
 __all__ = ["CODECS", "SIZE_ENCODINGS", "encoded_bytes", "check_codecs", "gather",
-           "compressed_sizes", "quantise_int8", "EarlyCompression"]
+           "compressed_sizes", "quantise_int8"]
 
 #: Encodings whose size follows from the element count (always available, meta included).
 SIZE_ENCODINGS = ("raw", "fp16", "int8")
@@ -131,62 +131,17 @@ def compressed_sizes(items: Sequence[tuple[torch.Tensor, ByteRanges, torch.dtype
     """The compressed size under each codec of each ``(bytes, ranges, dtype)`` item, where
     ``bytes`` is a storage's content as a flat ``uint8`` tensor.
 
-    A pool of threads (the codecs release the GIL) compresses when there is enough to do;
-    ``workers`` defaults to the CPU count.
+    A pool of threads compresses when there is enough to do (the codecs release the GIL, so
+    the threads use every core); ``workers`` defaults to the CPU count. The largest items go
+    first, so that no large one is left to run alone at the end.
     """
     if not codecs or not items:
         return [{} for _ in items]
-    total = sum(int((ranges[1] - ranges[0]).sum()) for _, ranges, _ in items)
+    payloads = [ranges_size(ranges) for _, ranges, _ in items]
     workers = workers or os.cpu_count() or 1
-    if workers == 1 or len(items) == 1 or total < POOL_MIN_BYTES:
+    if workers == 1 or len(items) == 1 or sum(payloads) < POOL_MIN_BYTES:
         return [_sizes(data, ranges, dtype, codecs) for data, ranges, dtype in items]
-    order = sorted(range(len(items)), key=lambda i: -int(items[i][0].numel()))
+    order = sorted(range(len(items)), key=lambda i: -payloads[i])
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = {i: pool.submit(_sizes, *items[i], codecs) for i in order}
         return [futures[i].result() for i in range(len(items))]
-
-
-class EarlyCompression:
-    """Whole storages compressed in a pool of threads while the forward goes on.
-
-    A storage kept for a cut is usually sent whole, so its whole content can be compressed as
-    soon as it is kept, on the cores the forward leaves idle, instead of after the forward.
-    :meth:`result` gives those sizes for a whole storage; a part of one is compressed later.
-    Before a kept storage is changed in place, :meth:`wait` lets its compression finish.
-
-    Args:
-        codecs: the codecs to measure.
-        min_bytes: smaller storages are left to the end (not worth a task).
-        workers: threads (default: half the CPUs, at least one, so that the forward's own
-            threads keep the rest).
-    """
-
-    def __init__(self, codecs: Sequence[str], min_bytes: int = 1 << 20,
-                 workers: Optional[int] = None) -> None:
-        self.codecs = tuple(codecs)
-        self.min_bytes = min_bytes
-        self._pool = ThreadPoolExecutor(max_workers=workers or max(1, (os.cpu_count() or 1) // 2))
-        self._futures: dict[Any, Future] = {}
-
-    def submit(self, key: Any, data: torch.Tensor, dtype: torch.dtype) -> None:
-        """Start compressing ``data`` (a storage's flat ``uint8`` content) whole."""
-        if key in self._futures or data.numel() < self.min_bytes:
-            return
-        whole = (np.zeros(1, np.int64), np.array([data.numel()], np.int64))
-        self._futures[key] = self._pool.submit(_sizes, data, whole, dtype, self.codecs)
-
-    def wait(self, key: Any) -> None:
-        """Let the compression of ``key`` finish (its content is about to change)."""
-        future = self._futures.get(key)
-        if future is not None:
-            future.result()
-
-    def result(self, key: Any) -> Optional[Mapping[str, int]]:
-        """The sizes of the whole storage ``key``, or ``None`` when it was not submitted."""
-        future = self._futures.get(key)
-        return None if future is None else future.result()
-
-    def close(self) -> None:
-        """Stop the pool (waiting for what runs)."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        self._futures = {}

@@ -40,7 +40,8 @@ __all__ = ["SplitAnalysis", "analyse_cuts", "cut_table", "module_marks", "pareto
            "split_latency", "best_cuts", "top_level_times", "DEFAULT_CODECS"]
 
 #: The codecs measured unless others are asked for: zlib alone, so that a CPU analysis stays
-#: within seconds (int8+zlib costs half as much again, lzma several times more).
+#: within seconds (with it, int8+zlib adds a quarter of zlib's time and zstd next to nothing;
+#: lzma costs eight times as much: GMFlow at 384x768, docs/split.md).
 DEFAULT_CODECS = ("zlib",)
 
 

@@ -167,6 +167,34 @@ def test_min_cut_and_front_marks():
     assert table.loc[table["pareto"], "cut"].tolist() == ["input", "second", "output"]
 
 
+class HalfRead(nn.Module):
+    """A 2 MiB tensor made inside a stage beside a temporary one; only half of it is read
+    after the stage."""
+
+    def forward(self, x):
+        with stage("make", x) as s:
+            temporary = x * 3                                  # dies inside the stage
+            y = s.output(temporary + 1)
+        with stage("use", y) as s:
+            out = s.output(y[:, : y.shape[1] // 2].sum())
+        return out
+
+
+def test_only_what_crosses_a_cut_is_compressed_once(monkeypatch):
+    from profiling import encodings
+
+    compressed = []
+    quantise, compress = encodings.CODECS["zlib"]
+    monkeypatch.setitem(encodings.CODECS, "zlib",
+                        (quantise, lambda data: compressed.append(len(data)) or compress(data)))
+    x = torch.arange(1 << 19, dtype=torch.float32).remainder_(251).reshape(1, -1)  # 2 MiB
+    table = cut_table(analyse_cuts(HalfRead(), (x,), codecs=("zlib",))).set_index("cut")
+    # x at the input cut, y's first half at the cut after 'make', the sum at the output:
+    # neither the temporary nor y's unread half
+    assert sorted(compressed) == [4, 1 << 20, 2 << 20]
+    assert table.loc["make", "zlib_bytes"] == _zlib((x * 3 + 1)[:, : x.shape[1] // 2])
+
+
 def test_compression_runs_once_per_storage_in_a_pool():
     from profiling.encodings import compressed_sizes
 
@@ -188,7 +216,7 @@ def test_zstd_when_zstandard_is_installed():
 
 
 class InPlace(nn.Module):
-    """A 2 MiB tensor (compressed during the forward) changed in place after a cut."""
+    """A 2 MiB tensor changed in place after a cut (its content at the cut is kept)."""
 
     def forward(self, x):
         with stage("make", x) as s:
@@ -200,7 +228,7 @@ class InPlace(nn.Module):
         return out
 
 
-def test_content_is_compressed_as_it_was_at_each_cut_also_early():
+def test_content_is_compressed_as_it_was_at_each_cut():
     x = torch.arange(1 << 19, dtype=torch.float32).remainder_(251).reshape(1, -1)  # 2 MiB
     table = cut_table(analyse_cuts(InPlace(), (x,), codecs=("zlib",))).set_index("cut")
     assert table.loc["make", "zlib_bytes"] == _zlib(x * 2)

@@ -32,7 +32,7 @@ from ..byte_ranges import EMPTY, ByteRanges, merge_ranges, view_ranges
 from ..counting import OpCounting
 from ..counting.registry import formula_for
 from ..cuts import Cut, CutTensor, Mark, alive_bytes, build_cuts
-from ..encodings import EarlyCompression, check_codecs, encoded_bytes
+from ..encodings import check_codecs, encoded_bytes
 from ..payload import iter_tensors
 from ..stages import StageCall
 from .base import Collector
@@ -175,7 +175,8 @@ class Liveness(Collector):
     between forwards (such as cached anchors).
 
     Measuring codecs keeps the content of every storage read after a cut until the end of the
-    forward (a copy only before an in-place write), then compresses each once.
+    forward (a copy only before an in-place write), then, after the forward, compresses once
+    what crosses a cut (:func:`~profiling.encodings.compressed_sizes`, on every core).
 
     Args:
         inputs: the forward's arguments (any nesting); their tensors are the model's inputs.
@@ -212,7 +213,6 @@ class Liveness(Collector):
         self._starts: dict[int, int] = {}
         self._outputs: Optional[dict[int, ByteRanges]] = None
         self._mode: Optional[_Tracker] = None
-        self._early: Optional[EarlyCompression] = None
         self._counting = OpCounting()
         self._flops: list[int] = [0]
         self._traffic: list[int] = [0]
@@ -246,14 +246,10 @@ class Liveness(Collector):
             record = self.live.get(id(tensor.untyped_storage()))
             if (record is not None and self.last_mark >= record.version_start
                     and record.version not in record.pins):
-                record.pins[record.version] = content = record.storage_bytes()
-                if self._early is not None:
-                    self._early.submit((id(record), record.version), content, record.dtype)
+                record.pins[record.version] = record.storage_bytes()
         for tensor, _ in written:
             record = self.live.get(id(tensor.untyped_storage()))
             if record is not None and record.version in record.pins:
-                if self._early is not None:
-                    self._early.wait((id(record), record.version))
                 record.pins[record.version] = record.pins[record.version].clone()
 
     def price(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
@@ -309,8 +305,6 @@ class Liveness(Collector):
                 self.track(tensor, 0)
         self.keep_content = bool(self.codecs) and any(
             t.device.type != "meta" for t in iter_tensors(self.inputs))
-        if self.keep_content:
-            self._early = EarlyCompression(self.codecs)
         self.mark("input", "input")
         self._mode = _Tracker(self)
         self._mode.__enter__()
@@ -331,7 +325,6 @@ class Liveness(Collector):
             self._mode.__exit__(None, None, None)
             self._mode = None
         if sys.exc_info()[0] is not None:  # the forward raised: nothing to cut, let it go on
-            self._close_early()
             self.live, self._records = {}, []
             return
         if self._outputs is None:
@@ -347,12 +340,8 @@ class Liveness(Collector):
         self.op_flops = np.array(self._flops, np.int64)
         self.op_bytes = np.array(self._traffic, np.int64)
         self.timeline = alive_bytes(self._records, self._outputs, last)
-        try:
-            self.cuts = build_cuts(self._records, self._outputs, marks, last,
-                                   self.codecs if self.keep_content else (),
-                                   self._early.result if self._early is not None else None)
-        finally:
-            self._close_early()
+        self.cuts = build_cuts(self._records, self._outputs, marks, last,
+                               self.codecs if self.keep_content else ())
         for cut in self.cuts:
             if cut.kind == "stage" and cut.call is not None:
                 cut.call.metrics.update({"cut_bytes": cut.raw_bytes,
@@ -364,14 +353,8 @@ class Liveness(Collector):
         for record in self._records:
             record.pins = {}
 
-    def _close_early(self) -> None:
-        if self._early is not None:
-            self._early.close()
-            self._early = None
-
     def close(self) -> None:
         if self._mode is not None:  # a forward that never reached end_forward
             self._mode.__exit__(None, None, None)
             self._mode = None
-        self._close_early()
         self.live, self._records, self._marks = {}, [], []
