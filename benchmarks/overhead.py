@@ -10,7 +10,7 @@ Three cases run in turn in every round, in one process, so that they see the sam
 The ratios are medians over rounds of the per-round ratios (paired runs). Targets:
 ``timed / plain <= 1.03`` and ``inactive / plain <= 1.005``.
 
-    python benchmarks/overhead.py --rounds 15 --size 224 [--device cuda]
+    python benchmarks/overhead.py --rounds 15 --size 224 [--device cuda] [--batch 8]
 """
 
 from __future__ import annotations
@@ -31,17 +31,24 @@ from torchvision.models.detection.faster_rcnn import FasterRCNN
 
 
 def _forward_ms(model, inputs, device, session=None) -> float:
+    """One forward's host time until the device is done, as the runner measures it: with a
+    session, the clock stops before the session reads its CUDA events (after the forward)."""
+    def finish() -> int:
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter_ns()
+
     if device.type == "cuda":
         torch.cuda.synchronize()
     start = time.perf_counter_ns()
     if session is None:
         model(*inputs)
+        stop = finish()
     else:
         with session.forward():
             model(*inputs)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return (time.perf_counter_ns() - start) / 1e6
+            stop = finish()
+    return (stop - start) / 1e6
 
 
 def _timed_forward_ms(model, inputs, device, collectors) -> float:
@@ -72,6 +79,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--batch", type=int, default=1,
+                        help="images per forward (on a GPU, a larger batch keeps it busy)")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     device = torch.device(args.device)
@@ -80,7 +89,7 @@ def main() -> None:
     staged = zoo.create_model("faster_rcnn").to(device)
     plain = unstage_parts(copy.deepcopy(staged))
     plain.__class__ = FasterRCNN
-    inputs = staged.example_inputs(1, (args.size, args.size),
+    inputs = staged.example_inputs(args.batch, (args.size, args.size),
                                    generator=torch.Generator().manual_seed(0), device=device)
     timers = ["cpu_time"] + (["cuda_time"] if device.type == "cuda" else [])
     collectors = make_collectors(timers)
@@ -101,7 +110,7 @@ def main() -> None:
     ratio = {case: statistics.median(t / p for t, p in zip(times[case], times["plain"]))
              for case in ("inactive", "timed")}
     print(f"device: {device_description(str(device))}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads, input {args.size}x{args.size}, "
+          f"{torch.get_num_threads()} threads, input {args.batch}x{args.size}x{args.size}, "
           f"{args.rounds} paired rounds")
     for case in ("plain", "inactive", "timed"):
         print(f"{case:>9}: median {statistics.median(times[case]):9.2f} ms")
@@ -114,6 +123,10 @@ def main() -> None:
           f"{markers} markers per forward bound the overhead at "
           f"{1 + markers * inactive_ns / forward_ns:.6f} (inactive) and "
           f"{1 + markers * timed_ns / forward_ns:.6f} (timed)")
+    sets = [[], ["cpu_time"]] + ([["cuda_time"]] if device.type == "cuda" else [])
+    print("marker cost by collectors: " + ", ".join(
+        f"{'+'.join(names) or 'session alone'} {_marker_cost_ns(make_collectors(names)):.0f} ns"
+        for names in sets))
 
 
 if __name__ == "__main__":

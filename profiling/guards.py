@@ -59,14 +59,17 @@ class InputGuard:
         #: whether any pass changed an input in place
         self.mutated = False
 
-    def restore(self) -> None:
-        """Give the inputs their original values back if the last pass changed them."""
+    def restore(self) -> bool:
+        """Give the inputs their original values back if the last pass changed them; return
+        whether anything was copied."""
+        copied = False
         for i, tensor in enumerate(self.tensors):
             if tensor._version != self.versions[i]:
-                self.mutated = True
+                self.mutated = copied = True
                 with torch.inference_mode(False), torch.no_grad():
                     tensor.copy_(self.values[i])
                 self.versions[i] = tensor._version
+        return copied
 
 
 class BufferGuard:

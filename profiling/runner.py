@@ -221,18 +221,21 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
         if timing or calls is None:
             forward = model if timed_model is None else timed_model
             before, i, started = machine_state(), 0, clock()
+            idle = False  # whether the device has finished all work launched so far
             with Session(timing) as timed:
                 while _more_forwards(i, warmup, repeats, forward_ms, (clock() - started) / 1e9):
-                    _synchronize(device_type)
+                    if not idle:
+                        _synchronize(device_type)
                     start = clock()
                     with timed.forward():
                         result = call_model(forward, inputs)
-                    _synchronize(device_type)
+                        _synchronize(device_type)  # the one synchronisation of a forward
+                        stop = clock()
                     if i >= warmup:
-                        forward_ms.append((clock() - start) / 1e6)
+                        forward_ms.append((stop - start) / 1e6)
                     else:
                         started = clock()  # the time limit counts the timed forwards only
-                    input_guard.restore()
+                    idle = not input_guard.restore()
                     outputs.setdefault("timed", result)
                     i += 1
                     if progress:

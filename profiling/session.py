@@ -106,7 +106,14 @@ class Session:
 
     def exit_stage(self, call: StageCall) -> None:
         """Close ``call`` and any stage left open inside it."""
-        if call not in self._stack:
+        stack = self._stack
+        if stack and stack[-1] is call:  # the usual case, kept short: it runs per stage
+            for collector in self._reversed_collectors:
+                collector.exit(call)
+            stack.pop()
+            self.events.append(("out", call))
+            return
+        if call not in stack:
             return
         while self._stack:
             top = self._stack[-1]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-#: ``../shared/golden`` beside the repository, as in CI; absent in a user's clone.
-GOLDEN_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "golden"
+#: ``../shared/golden`` beside the repository, as in CI (absent in a user's clone), or the
+#: folder ``$ZOO_GOLDEN_DIR`` names (on a GPU machine that gets a copy of the repository alone).
+GOLDEN_DIR = Path(os.environ.get("ZOO_GOLDEN_DIR")
+                  or Path(__file__).resolve().parents[1].parent / "shared" / "golden")
 
 
 @pytest.fixture

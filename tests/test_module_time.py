@@ -107,7 +107,7 @@ def test_the_module_tree_without_times_shows_dashes():
 
 @pytest.mark.cuda
 def test_module_times_with_cuda_events():
-    model = nn.Sequential(nn.Linear(512, 512), nn.ReLU()).cuda()
+    model = nn.Sequential(nn.Linear(512, 512), nn.ReLU()).eval().cuda()
     collector = ModuleTime()
     profile_model(model, (torch.randn(64, 512, device="cuda"),), collectors=[collector])
     assert set(collector.total_seconds) == {"", "0", "1"}

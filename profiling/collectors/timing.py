@@ -13,6 +13,10 @@ from .registry import register_collector
 
 __all__ = ["CpuTime", "CudaTime"]
 
+#: ``torch.cuda.Event.record`` without its Python wrapper (the stream is always given here).
+_record_event = torch._C._CudaEventBase.record if hasattr(torch._C, "_CudaEventBase") \
+    else torch.cuda.Event.record
+
 
 @register_collector
 class CpuTime(Collector):
@@ -45,8 +49,11 @@ class CudaTime(Collector):
     """GPU time of each stage from CUDA events, in ms.
 
     Each stage records a start and an end event on the current stream; the elapsed times are
-    read in ``end_forward`` after a single ``torch.cuda.synchronize`` for the whole forward, so
-    the measurement never serialises the stages. Events are pooled and reused across forwards.
+    read in ``end_forward``, after the forward's last event has completed (the runner's one
+    synchronisation per forward; a standalone session synchronises there itself), so the
+    measurement never serialises the stages. Events are pooled and reused across forwards, and
+    the current stream is looked up by its id, which costs less than building a stream object
+    per event (a model that switches streams is still followed).
     """
 
     name = "cuda_time"
@@ -64,29 +71,36 @@ class CudaTime(Collector):
         self._used = 0
         self._pending: list[tuple[StageCall, torch.cuda.Event, torch.cuda.Event]] = []
         self._open: dict[int, torch.cuda.Event] = {}
+        self._device_index = 0
+        self._stream_id: Optional[tuple] = None
+        self._stream: Optional[torch.cuda.Stream] = None
 
-    def _event(self) -> torch.cuda.Event:
+    def _record(self) -> torch.cuda.Event:
         if self._used == len(self._pool):
             self._pool.append(torch.cuda.Event(enable_timing=True))
         event = self._pool[self._used]
         self._used += 1
+        stream_id = torch._C._cuda_getCurrentStream(self._device_index)
+        if stream_id != self._stream_id:
+            self._stream_id = stream_id
+            self._stream = torch.cuda.current_stream(self._device_index)
+        _record_event(event, self._stream)
         return event
 
     def start_forward(self) -> None:
         self._used, self._pending, self._open = 0, [], {}
+        index = None if self.device is None else torch.device(self.device).index
+        self._device_index = torch.cuda.current_device() if index is None else index
 
     def enter(self, call: StageCall) -> None:
-        event = self._event()
-        event.record()
-        self._open[call.index] = event
+        self._open[call.index] = self._record()
 
     def exit(self, call: StageCall) -> None:
-        end = self._event()
-        end.record()
-        self._pending.append((call, self._open.pop(call.index), end))
+        self._pending.append((call, self._open.pop(call.index), self._record()))
 
     def end_forward(self) -> None:
-        torch.cuda.synchronize(self.device)
+        if not all(end.query() for _, _, end in self._pending):
+            torch.cuda.synchronize(self.device)
         for call, start, end in self._pending:
             call.metrics["cuda_time_ms"] = start.elapsed_time(end)
         self._pending = []
