@@ -56,8 +56,11 @@ def _timed_forward_ms(model, inputs, device, collectors) -> float:
         return _forward_ms(model, inputs, device, session)
 
 
-def _marker_cost_ns(collectors, calls: int = 100_000) -> float:
-    """Nanoseconds per ``with stage(...)`` block, with the given collectors (None: inactive)."""
+def _marker_cost_ns(collectors, calls: int = 1_000, forwards: int = 100) -> float:
+    """Nanoseconds per ``with stage(...)`` block, with the given collectors (None: inactive):
+    the best of ``forwards`` forwards of ``calls`` blocks each (a forward of a real model has
+    tens to hundreds; a single forward of 100,000 would mostly time list growth and garbage
+    collection)."""
     def loop():
         start = time.perf_counter_ns()
         for _ in range(calls):
@@ -65,12 +68,13 @@ def _marker_cost_ns(collectors, calls: int = 100_000) -> float:
                 pass
         return (time.perf_counter_ns() - start) / calls
     if collectors is None:
-        return min(loop() for _ in range(3))
+        return min(loop() for _ in range(forwards))
     with Session(collectors) as session:
         best = float("inf")
-        for _ in range(3):
+        for _ in range(forwards):
             with session.forward():
                 best = min(best, loop())
+            session.forwards.clear()
     return best
 
 
@@ -116,7 +120,10 @@ def main() -> None:
         print(f"{case:>9}: median {statistics.median(times[case]):9.2f} ms")
     print(f"inactive / plain = {ratio['inactive']:.4f}  (target <= 1.005)")
     print(f"   timed / plain = {ratio['timed']:.4f}  (target <= 1.03)")
-    markers = len(staged.stage_names) + 12  # declared stages, the per-level repeats and probes
+    with torch.inference_mode(), Session([]) as counter:  # the markers of one forward
+        with counter.forward():
+            staged(*inputs)
+    markers = len(counter.forwards[0])
     inactive_ns, timed_ns = _marker_cost_ns(None), _marker_cost_ns(make_collectors(timers))
     forward_ns = statistics.median(times["plain"]) * 1e6
     print(f"marker cost: inactive {inactive_ns:.0f} ns, timed {timed_ns:.0f} ns per stage; "

@@ -35,7 +35,9 @@ class Session:
     def __init__(self, collectors: Sequence[Collector] = (), *, record_payload: bool = False
                  ) -> None:
         self.collectors = list(collectors)
-        self._reversed_collectors = self.collectors[::-1]
+        # bound methods, looked up once: they run at every stage boundary
+        self._enters = [collector.enter for collector in self.collectors]
+        self._exits = [collector.exit for collector in reversed(self.collectors)]
         self.record_payload = record_payload
         self.forwards: list[list[StageCall]] = []
         self.events: list[tuple[str, StageCall]] = []
@@ -86,10 +88,9 @@ class Session:
     def _new_call(self, name: str, kind: str) -> StageCall:
         call_index = self._counts.get(name, 0)
         self._counts[name] = call_index + 1
-        parent = self._stack[-1] if self._stack else None
-        call = StageCall(name, kind, len(self.calls),
-                         None if parent is None else parent.index,
-                         len(self._stack), call_index)
+        stack = self._stack
+        call = StageCall(name, kind, len(self.calls), stack[-1].index if stack else None,
+                         len(stack), call_index)
         self.calls.append(call)
         return call
 
@@ -100,16 +101,16 @@ class Session:
             call.inputs = walk_payload(inputs)
         self.events.append(("in", call))
         self._stack.append(call)
-        for collector in self.collectors:
-            collector.enter(call)
+        for enter in self._enters:
+            enter(call)
         return call
 
     def exit_stage(self, call: StageCall) -> None:
         """Close ``call`` and any stage left open inside it."""
         stack = self._stack
         if stack and stack[-1] is call:  # the usual case, kept short: it runs per stage
-            for collector in self._reversed_collectors:
-                collector.exit(call)
+            for exit_ in self._exits:
+                exit_(call)
             stack.pop()
             self.events.append(("out", call))
             return
@@ -117,8 +118,8 @@ class Session:
             return
         while self._stack:
             top = self._stack[-1]
-            for collector in self._reversed_collectors:
-                collector.exit(top)
+            for exit_ in self._exits:
+                exit_(top)
             self._stack.pop()
             self.events.append(("out", top))
             if top is call:

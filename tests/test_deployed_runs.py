@@ -53,6 +53,19 @@ def test_compile_needs_a_timed_warm_up():
         Deployment(compile=True).check(CPU, timed=False)
 
 
+def test_roofline_dtype_is_tf32_where_float32_runs_on_tf32_tensor_cores(monkeypatch):
+    cfg = {"run": {"dtype": "float32"}, "roofline": {"dtype": None}}
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    assert roofline_dtype(cfg, "cuda") == "tf32"
+    assert roofline_dtype(cfg, "cpu") == "float32"
+    assert roofline_dtype({"run": {"dtype": "bfloat16"}, "roofline": {"dtype": None}},
+                          "cuda") == "bfloat16"
+    assert roofline_dtype({"run": {"dtype": "float32"}, "roofline": {"dtype": "float32"}},
+                          "cuda") == "float32"
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    assert roofline_dtype(cfg, "cuda") == "float32"
+
+
 def test_roofline_dtype_follows_run_dtype_unless_set():
     assert roofline_dtype({"run": {"dtype": "bfloat16"}, "roofline": {"dtype": None}}) \
         == "bfloat16"

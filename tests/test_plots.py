@@ -52,6 +52,19 @@ def test_run_plots_with_roofline_and_layers():
     assert notes == []
 
 
+def test_memory_plot_leaves_out_a_negligible_host_panel():
+    from profiling.reports.plots import plot_memory
+
+    table = _stages(with_counts=False)
+    table["cuda_mem_peak_mb"], table["cuda_mem_alloc_mb"] = 10.0, 2.0
+    both = plot_memory(table)
+    table["cpu_mem_peak_mb"], table["cpu_mem_alloc_mb"] = 8e-6, 0.0  # a CUDA run's host side
+    cuda_only = plot_memory(table)
+    assert _is_drawn(both) and _is_drawn(cuda_only)
+    height = imread(io.BytesIO(both), format="png").shape[0]
+    assert imread(io.BytesIO(cuda_only), format="png").shape[0] < height
+
+
 def test_layer_plot_panels_follow_the_table():
     with_time, without_time = plot_layers(_layers(True)), plot_layers(_layers(False))
     assert _is_drawn(with_time) and _is_drawn(without_time)

@@ -24,7 +24,7 @@ from profiling.runner import ProfileResult, check_run_options, profile_model
 from profiling.statistics import AutoRepeats
 
 from .cli import check_composed
-from .deploy import Deployment, roofline_dtype
+from .deploy import TF32_NOTE, Deployment, roofline_dtype
 from .errors import ConfigError
 from .images import image_inputs
 from .inputs import INPUT_KINDS, check_frames
@@ -221,6 +221,9 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
             "x".join(map(str, t.shape)) for t in iter_tensors(inputs)))
         raise
     notes += deployment.notes(model)
+    dtype = roofline_dtype(cfg, device.type)
+    if dtype == "tf32" and (cfg.get("roofline") or {}).get("dtype") is None:
+        notes.append(TF32_NOTE)
     extra_files = {}
     if cfg.get("trace", False):
         from profiling.trace import trace_forward
@@ -229,7 +232,7 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
             extra_files[TRACE_FILE] = trace_forward(model, inputs, attach=attach)
     files, notes = run_files(
         result, model, config=OmegaConf.to_container(cfg, resolve=True), notes=notes,
-        ceilings=ceilings, roofline_dtype=roofline_dtype(cfg), plots=bool(cfg.get("plots")),
+        ceilings=ceilings, roofline_dtype=dtype, plots=bool(cfg.get("plots")),
         ceilings_source=_ceilings_reference(cfg, ceilings) if ceilings is not None else None,
         metadata={"device": str(device), "overrides": _job_overrides(),
                   "checkpoint": getattr(model, "checkpoint_file", None),

@@ -27,7 +27,7 @@ from profiling.compiled import compile_model, compile_report, cxx_compiler
 from .errors import ConfigError
 from .options import SCHEMA, check_value
 
-__all__ = ["Deployment", "DTYPES", "roofline_dtype"]
+__all__ = ["Deployment", "DTYPES", "TF32_NOTE", "roofline_dtype", "uses_tf32"]
 
 #: ``run.dtype`` names and their torch types.
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -177,11 +177,26 @@ class Deployment:
         return entry
 
 
-def roofline_dtype(cfg: Mapping[str, Any]) -> str:
+#: What a CUDA run's notes say when float32 work runs on TF32 tensor cores.
+TF32_NOTE = ("the roofline takes the TF32 peak: float32 convolutions (and matrix products, if "
+             "so set) run on TF32 tensor cores here (torch.backends.cudnn.allow_tf32, "
+             "torch.get_float32_matmul_precision()); roofline.dtype=float32 for the float32 peak")
+
+
+def uses_tf32(device_type: str) -> bool:
+    """Whether float32 work on ``device_type`` runs on TF32 tensor cores: CUDA with cuDNN's
+    TF32 convolutions (PyTorch's default) or TF32 matrix products allowed."""
+    return device_type == "cuda" and bool(
+        torch.backends.cudnn.allow_tf32 or torch.get_float32_matmul_precision() != "highest")
+
+
+def roofline_dtype(cfg: Mapping[str, Any], device_type: str = "cpu") -> str:
     """The data type whose peak the roofline takes: ``roofline.dtype``, or ``run.dtype`` when
-    that is null (the default)."""
+    that is null (the default), read as ``tf32`` when float32 work runs on TF32 tensor cores
+    (:func:`uses_tf32`: on CUDA, by PyTorch's default for convolutions)."""
     chosen = (cfg.get("roofline") or {}).get("dtype")
     if chosen is not None:
         return str(chosen)
-    return str((cfg.get("run") or {}).get("dtype", "float32"))
+    dtype = str((cfg.get("run") or {}).get("dtype", "float32"))
+    return "tf32" if dtype == "float32" and uses_tf32(device_type) else dtype
 

@@ -141,14 +141,27 @@ def plot_payload(stages: pd.DataFrame, max_depth: int = 1) -> bytes:
     return _png(figure)
 
 
+#: A memory panel whose every figure is below this (MB) is left out when another has more: the
+#: host panel of a CUDA run, where a few host scalars are all the CPU tensors there are.
+NEGLIGIBLE_MB = 1e-3
+
+
+def _memory_panels(rows: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """The memory kinds to draw for ``rows``: those measured, less the negligible ones."""
+    kinds = [k for k in _MEMORY if k[1] in rows and k[2] in rows]
+    largest = {k: rows[[k[1], k[2]]].astype(float).abs().max().max() for k in kinds}
+    shown = [k for k in kinds if largest[k] >= NEGLIGIBLE_MB]
+    return shown or kinds
+
+
 def plot_memory(stages: pd.DataFrame) -> Optional[bytes]:
     """Memory along the forward, per top-level stage call: the peak above the stage's start
     (bars) and the level the stages leave allocated, cumulated (line). ``None`` without memory
     measurements."""
-    kinds = [k for k in _MEMORY if k[1] in stages and k[2] in stages]
+    rows = _stage_rows(stages, 0)
+    kinds = _memory_panels(rows)
     if not kinds:
         return None
-    rows = _stage_rows(stages, 0)
     figure = Figure(figsize=(max(6.0, 0.5 * len(rows) + 2), 3.6 * len(kinds)))
     panels = np.atleast_1d(figure.subplots(len(kinds), 1, squeeze=False)[:, 0])
     x = np.arange(len(rows))
