@@ -88,10 +88,11 @@ def check_sums(model: torch.nn.Module, inputs: Any, attach: Mapping[str, str], *
     over rounds of ``(stages + between - plain) / plain``.
     """
     wrapped, wrapped_attach = _wrap(model, attach)
+    timer = CudaTime()  # one for every round, as for every forward of a run: events pooled
     rounds = []
     for index in range(repeats + 2):
         plain = plain_cuda_ms(model, inputs)
-        calls = profile_model(wrapped, inputs, collectors=["cuda_time"], warmup=0, repeats=1,
+        calls = profile_model(wrapped, inputs, collectors=[timer], warmup=0, repeats=1,
                               attach=wrapped_attach).timed[0]
         top = sum(c.metrics["cuda_time_ms"] for c in calls if c.depth == 1 and c.kind == "stage")
         whole = next(c.metrics["cuda_time_ms"] for c in calls if c.name == WHOLE)

@@ -51,7 +51,8 @@ class CudaTime(Collector):
     Each stage records a start and an end event on the current stream; the elapsed times are
     read in ``end_forward``, after the forward's last event has completed (the runner's one
     synchronisation per forward; a standalone session synchronises there itself), so the
-    measurement never serialises the stages. Events are pooled and reused across forwards, and
+    measurement never serialises the stages. Events are pooled and reused across forwards (and
+    sessions), and
     the current stream is looked up by its id, which costs less than building a stream object
     per event (a model that switches streams is still followed).
     """
@@ -106,4 +107,6 @@ class CudaTime(Collector):
         self._pending = []
 
     def close(self) -> None:
-        self._pool = []
+        # the pooled events stay for this collector's next session: a CUDA event is created at
+        # its first record, a few microseconds of host time that a timed forward should not pay
+        self._pending, self._open = [], {}

@@ -175,7 +175,7 @@ def plot_memory(stages: pd.DataFrame) -> Optional[bytes]:
         _log_if_wide(axes, list(before + rows[peak].astype(float)) + list(level))
         axes.set_title(f"Memory along the forward: {label} (above the forward's start)")
         axes.set_xticks(x, _call_labels(rows), rotation=60, ha="right", fontsize=8)
-        axes.legend()
+        _legend_outside(axes)
         axes.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     return _png(figure)
