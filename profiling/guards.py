@@ -27,6 +27,16 @@ def check_collectors_argument(collectors: Any) -> None:
                              f"{collectors!r}")
 
 
+def check_collector_devices(collectors: Sequence[Any], device_type: str) -> None:
+    """Raise :class:`ProfilingError` for a collector that does not measure on ``device_type``
+    (its ``devices``), such as a timer on the meta device, where nothing runs to be timed."""
+    for collector in collectors:
+        if device_type not in collector.devices:
+            raise ProfilingError(
+                f"collector '{collector.name}' does not measure on {device_type} (it measures on "
+                f"{', '.join(collector.devices)}); leave it out of collectors")
+
+
 def check_mode(model: Any, train: bool) -> None:
     """Raise :class:`ProfilingError` for a module in training mode unless ``train=True``."""
     if not isinstance(train, bool):

@@ -13,7 +13,8 @@ from .aggregate import aggregate_stages
 from .attach import attach_stages
 from .collectors import PASSES, Collector, make_collectors
 from .errors import ProfilingError
-from .guards import BufferGuard, InputGuard, check_collectors_argument, check_mode
+from .guards import (BufferGuard, InputGuard, check_collector_devices, check_collectors_argument,
+                     check_mode)
 from .noise import machine_state, noise_report
 from .payload import device_type_of
 from .session import Session
@@ -193,9 +194,10 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
     record_payload = "payload" in collectors
     untimed, timing = _passes(collectors)
     used = [c for _, group in untimed for c in group] + timing
+    device_type = device_type_of(model, inputs)
+    check_collector_devices(used, device_type)
     for collector in used:
         collector.bind(model, inputs)
-    device_type = device_type_of(model, inputs)
     calls: Optional[list[StageCall]] = None
     events: list[tuple[str, StageCall]] = []
     outputs: dict[str, Any] = {}

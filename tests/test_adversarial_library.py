@@ -54,6 +54,15 @@ def test_collectors_must_be_a_list(collectors):
         profile_model(nn.Identity().eval(), (torch.ones(1),), collectors=collectors)
 
 
+@pytest.mark.parametrize("timer", ["cpu_time", "module_time"])
+def test_timers_are_refused_on_meta_where_nothing_runs(timer):
+    model = nn.Linear(4, 2).eval().to("meta")
+    with pytest.raises(ProfilingError, match=f"collector '{timer}' does not measure on meta "
+                                             r"\(it measures on cpu, cuda\)"):
+        profile_model(model, (torch.zeros(1, 4, device="meta"),), collectors=["payload", timer])
+    assert not model._forward_hooks and not model._forward_pre_hooks
+
+
 def test_a_counted_run_returns_the_plain_output_bit_for_bit():
     model = zoo.create_model("timm", arch="vit_tiny_patch16_224", num_classes=10,
                              arch_options={"img_size": 32, "depth": 1}).eval()
