@@ -51,10 +51,9 @@ class CudaTime(Collector):
     Each stage records a start and an end event on the current stream; the elapsed times are
     read in ``end_forward``, after the forward's last event has completed (the runner's one
     synchronisation per forward; a standalone session synchronises there itself), so the
-    measurement never serialises the stages. Events are pooled and reused across forwards (and
-    sessions), and
-    the current stream is looked up by its id, which costs less than building a stream object
-    per event (a model that switches streams is still followed).
+    measurement never serialises the stages. Events are pooled and reused across forwards and
+    sessions, and the current stream is looked up by its id, which costs less than building a
+    stream object per event (a model that switches streams is still followed).
     """
 
     name = "cuda_time"
