@@ -22,11 +22,9 @@ The tests in ``tests/test_cuda_checks.py`` call the same functions on small case
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
@@ -41,6 +39,7 @@ from profiling.collectors.cuda_memory import CudaMemory  # noqa: E402
 from profiling.collectors.timing import CudaTime  # noqa: E402
 from profiling.collectors.trace_ranges import TraceRanges  # noqa: E402
 from profiling.runner import call_model  # noqa: E402
+from profiling.trace import export_trace  # noqa: E402
 from profiling.trace_summary import (gpu_work_per_range, read_trace_events,  # noqa: E402
                                      sync_calls)
 
@@ -116,10 +115,7 @@ def check_trace(model: torch.nn.Module, inputs: Any, attach: Mapping[str, str]
                     with session.forward():
                         call_model(model, inputs)
                         torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "trace.json"
-        profiler.export_chrome_trace(str(path))
-        events = read_trace_events(path.read_text())
+    events = read_trace_events(export_trace(profiler))
     calls = [c for c in session.forwards[-1] if c.kind == "stage"]
     work = {(w.name, w.call_index): w for w in gpu_work_per_range(events, {c.name for c in calls})}
     rows = []
@@ -183,12 +179,10 @@ def _traced_syncs(model: torch.nn.Module, inputs: Any, attach: Mapping[str, str]
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as profiler:
         profile_model(model, inputs, collectors=["cpu_time", "cuda_time", "trace_ranges"],
                       warmup=1, repeats=repeats, attach=attach)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "trace.json"
-        profiler.export_chrome_trace(str(path))
-        if keep is not None:
-            keep.write_bytes(gzip.compress(path.read_bytes()))
-        events = read_trace_events(path.read_text())
+    trace = export_trace(profiler)
+    if keep is not None:
+        keep.write_bytes(trace)
+    events = read_trace_events(trace)
     syncs = sync_calls(events, outside_operators=True)
     stages = [e for e in events if e.get("cat") == "user_annotation"]
     inside = sum(1 for s in syncs for r in stages if r.get("tid") == s.get("tid")

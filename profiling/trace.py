@@ -15,7 +15,7 @@ from .collectors.trace_ranges import TraceRanges
 from .runner import call_model
 from .session import Session
 
-__all__ = ["trace_forward"]
+__all__ = ["export_trace", "trace_forward"]
 
 
 def trace_forward(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[str, Any]], *,
@@ -43,6 +43,12 @@ def trace_forward(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
                 call_model(model, inputs)
             if ProfilerActivity.CUDA in activities:
                 torch.cuda.synchronize()
+    return export_trace(profiler)
+
+
+def export_trace(profiler: profile) -> bytes:
+    """A finished ``torch.profiler.profile``'s Chrome/Perfetto JSON, gzipped (torch writes it
+    to a file only; a temporary one is used)."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "trace.json"
         profiler.export_chrome_trace(str(path))
