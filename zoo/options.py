@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from .errors import ConfigError
 
 __all__ = ["Checker", "Boolean", "Integer", "Number", "Text", "Choice",
-           "ListOf", "Nullable", "AnyOf", "Anything", "MappingOf", "check_value", "check_config",
+           "ListOf", "Nullable", "AnyOf", "Anything", "MappingOf", "check_value", "check_minimum", "check_config",
            "checker_for_default", "checker_for_annotation", "as_checker", "suggest", "SCHEMA", "MAX_SEED"]
 
 #: The largest seed ``torch.manual_seed`` takes as a signed 64-bit value.
@@ -47,6 +47,17 @@ def check_value(name: str, value: Any, checker: Checker) -> None:
     if not checker.ok(value):
         raise ConfigError(f"{name}={_shown(value)} is not accepted; accepted: "
                           f"{checker.accepts}")
+
+
+def check_minimum(minimum: int, **options: Any) -> None:
+    """Raise :class:`~zoo.errors.ConfigError` for the first of ``options`` (``name=value``)
+    that is not an integer of at least ``minimum``; a sequence's entries are checked one by
+    one (and it must not be empty)."""
+    for name, value in options.items():
+        is_sequence = isinstance(value, Sequence) and not isinstance(value, str)
+        item = Integer(minimum=minimum)
+        check_value(name, list(value) if is_sequence else value,
+                    ListOf(item) if is_sequence else item)
 
 
 class Anything(Checker):

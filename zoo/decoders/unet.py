@@ -15,7 +15,8 @@ from torch import nn
 
 from profiling import stage
 
-from ..errors import ConfigError, check_minimum
+from ..errors import ConfigError
+from ..options import check_minimum
 
 __all__ = ["ConvBNReLU", "DecoderBlock", "UNetDecoder"]
 

@@ -23,7 +23,8 @@ from typing import Any, Callable, Optional, Sequence
 from torch import nn
 
 from ..base import ZooModel
-from ..errors import ConfigError, check_minimum
+from ..errors import ConfigError
+from ..options import check_minimum
 from ..registry import register_model
 from .detection_meta import MetaSafeDetector
 

@@ -12,7 +12,8 @@ from torch import nn
 from profiling import stage
 from zoo.base import ZooModel
 from zoo.decoders.unet import UNetDecoder
-from zoo.errors import ConfigError, check_minimum
+from zoo.errors import ConfigError
+from zoo.options import check_minimum
 from zoo.registry import register_model
 
 __all__ = ["SwinUNet", "swin_unet"]

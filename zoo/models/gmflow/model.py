@@ -15,7 +15,8 @@ import torch.nn.functional as F
 
 from profiling import probe, stage
 from zoo.base import ZooModel
-from zoo.errors import ConfigError, check_minimum
+from zoo.errors import ConfigError
+from zoo.options import check_minimum
 
 from .attention import ATTENTION_IMPLS
 from .backbone import CNNEncoder

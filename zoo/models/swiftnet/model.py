@@ -9,7 +9,8 @@ from torch import nn
 
 from profiling import stage
 from zoo.base import ZooModel
-from zoo.errors import ConfigError, check_minimum
+from zoo.errors import ConfigError
+from zoo.options import check_minimum
 
 from .blocks import BNReluConv
 from .ladder import LadderDecoder

@@ -1,0 +1,115 @@
+"""The layout's rules (docs/architecture.md): every module imports, profiling never imports zoo,
+no import circles, and zoo uses profiling's public packages only.
+
+The import graph is read from the source (every ``import`` statement, also those inside
+functions), so a lazy import that closes a circle is found as well.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("profiling", "zoo")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _sources() -> dict[str, Path]:
+    """Every module of the two packages by dotted name."""
+    return {_module_name(path): path for package in PACKAGES
+            for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+SOURCES = _sources()
+
+
+def _is_package(name: str) -> bool:
+    return (ROOT / Path(*name.split(".")) / "__init__.py").is_file()
+
+
+def _absolute(module: str, node: ast.ImportFrom) -> str:
+    """The absolute name that ``from ... import`` in ``module`` reads from."""
+    if not node.level:
+        return node.module or ""
+    package = module if _is_package(module) else module.rpartition(".")[0]
+    base = package.split(".")
+    base = base[:len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports_of(module: str) -> set[str]:
+    """The project modules that ``module`` imports: for ``from P import N`` the submodule P.N
+    where there is one, else P."""
+    found = set()
+    for node in ast.walk(ast.parse(SOURCES[module].read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            source = _absolute(module, node)
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                found.add(submodule if submodule in SOURCES else source)
+    return {name for name in found if name in SOURCES and name != module}
+
+
+GRAPH = {module: imports_of(module) for module in SOURCES}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_the_graph_reader_resolves_relative_and_lazy_imports():
+    assert "profiling.errors" in GRAPH["zoo.errors"]
+    assert "profiling" not in GRAPH["profiling"]
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("module", sorted(SOURCES))
+def test_every_module_imports(module):
+    importlib.import_module(module)
+
+
+def test_profiling_never_imports_zoo():
+    upward = {module: sorted(name for name in targets if name.split(".")[0] == "zoo")
+              for module, targets in GRAPH.items() if module.startswith("profiling")}
+    assert {module: names for module, names in upward.items() if names} == {}
+
+
+def test_no_import_circles():
+    assert _circles(GRAPH) == []
