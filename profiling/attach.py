@@ -1,16 +1,28 @@
-"""Stages attached to submodules by their path, without editing the module's code."""
+"""Stages attached to submodules by their path, without editing the module's code.
+
+A container attached as a stage (``nn.Sequential``, ``nn.ModuleList``, ``nn.ModuleDict``)
+may be iterated by its parent's ``forward`` rather than called (``for block in self.blocks``):
+its own stage then never opens. Its children stand in for it: each child is a stage named
+``container.child`` whenever it is called while the container's own stage is not open, at the
+depth the container would have had. A called container (``nn.Sequential`` called as a whole,
+torchvision's ``IntermediateLayerGetter``, any container with a ``forward`` of its own) stays
+one stage, and its children stay inside it.
+"""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, Optional
 
 import torch
+from torch import nn
 
 from .errors import ProfilingError
 from .stages import active_session
 
-__all__ = ["attach_stages", "resolve_module"]
+__all__ = ["attach_stages", "resolve_module", "stand_in_stages", "is_container"]
+
+_CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
 
 
 def resolve_module(model: torch.nn.Module, path: str) -> torch.nn.Module:
@@ -25,31 +37,72 @@ def resolve_module(model: torch.nn.Module, path: str) -> torch.nn.Module:
                              f"its top-level children are: {children}") from None
 
 
+def is_container(module: torch.nn.Module) -> bool:
+    """Whether ``module`` is a plain container that its parent may iterate instead of calling:
+    a ``Sequential``, ``ModuleList`` or ``ModuleDict`` whose ``forward`` is the library's own
+    (a subclass with a ``forward`` of its own, such as ``IntermediateLayerGetter``, is called
+    as one module)."""
+    if not isinstance(module, _CONTAINERS):
+        return False
+    forward = type(module).forward
+    return forward is nn.Module.forward or forward is nn.Sequential.forward
+
+
+def stand_in_stages(stages: Mapping[str, torch.nn.Module]
+                    ) -> dict[str, tuple[torch.nn.Module, torch.nn.Module]]:
+    """``{child_stage_name: (child, container)}`` for every child of every container among
+    ``stages`` (``{stage_name: module}``), recursively, except children staged already."""
+    staged = {id(module) for module in stages.values()}
+    found: dict[str, tuple[torch.nn.Module, torch.nn.Module]] = {}
+    pending = [(name, module) for name, module in stages.items() if is_container(module)]
+    while pending:
+        name, container = pending.pop(0)
+        for child_name, child in container.named_children():
+            if id(child) in staged:
+                continue
+            staged.add(id(child))
+            found[f"{name}.{child_name}"] = (child, container)
+            if is_container(child):
+                pending.append((f"{name}.{child_name}", child))
+    return found
+
+
 @contextmanager
 def attach_stages(model: torch.nn.Module, stages: Mapping[str, str]) -> Iterator[None]:
     """Make each ``{stage_name: module_path}`` a stage for as long as the block runs.
 
     A module attached this way opens its stage when it is called and closes it when it returns
-    or raises; its arguments and its return value are the stage's payload. The hooks exist only
-    inside the block and are removed on the way out, also after an exception.
+    or raises; its arguments and its return value are the stage's payload. A container's
+    children stand in for it when it is iterated rather than called (see the module's
+    docstring). The hooks exist only inside the block and are removed on the way out, also
+    after an exception.
     """
     modules = {name: resolve_module(model, path) for name, path in stages.items()}
+    stand_ins = stand_in_stages(modules)
+    open_counts: dict[int, list] = {}
     handles = []
     try:
         for name, module in modules.items():
-            open_calls: list = []
+            open_calls = open_counts.setdefault(id(module), [])
             handles.append(module.register_forward_pre_hook(_pre_hook(name, open_calls)))
             handles.append(module.register_forward_hook(_post_hook(open_calls), always_call=True))
+        for name, (child, container) in stand_ins.items():
+            open_calls = open_counts.setdefault(id(child), [])
+            handles.append(child.register_forward_pre_hook(
+                _pre_hook(name, open_calls, unless_open=open_counts.setdefault(id(container),
+                                                                                []))))
+            handles.append(child.register_forward_hook(_post_hook(open_calls), always_call=True))
         yield
     finally:
         for handle in handles:
             handle.remove()
 
 
-def _pre_hook(name: str, open_calls: list):
+def _pre_hook(name: str, open_calls: list, unless_open: Optional[list] = None):
     def hook(module, args):
         session = active_session()
-        open_calls.append(None if session is None else
+        skip = session is None or bool(unless_open)
+        open_calls.append(None if skip else
                           session.enter_stage(name, args[0] if len(args) == 1 else args))
     return hook
 

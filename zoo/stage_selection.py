@@ -5,8 +5,10 @@ model, the stages a zoo model marks in its forward. ``stage_depth=N`` makes ever
 depths 2 to N of the module tree a stage too (``layer1.0`` is at depth 2), and
 ``stage_paths`` names more modules by their dotted path. Each added stage is named by its path
 and nests under whichever stage is open when its module is called, so ``layer1.0`` sits under
-``layer1``. Containers that are never called (``ModuleList``, ``ModuleDict``) are passed
-through, not staged.
+``layer1``. Containers that cannot be called (a plain ``ModuleList`` or ``ModuleDict``) are
+passed through, not staged; a container with a ``forward`` of its own (torchvision's
+``IntermediateLayerGetter``) is a stage like any module. A container the model iterates
+rather than calls has its children stand in for it (:mod:`profiling.attach`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from .errors import ConfigError
 
 __all__ = ["select_stage_paths", "check_stage_options"]
 
-_CONTAINERS = (nn.ModuleList, nn.ModuleDict)
+
+
+def _callable(module: nn.Module) -> bool:
+    """Whether ``module`` has a ``forward`` (a plain ``ModuleList``/``ModuleDict`` has none)."""
+    return type(module).forward is not nn.Module.forward
 
 
 def check_stage_options(stage_depth: Any, stage_paths: Any) -> tuple[int, list[str]]:
@@ -47,7 +53,7 @@ def select_stage_paths(model: nn.Module, stage_depth: int = 1,
     stage_depth, named = check_stage_options(stage_depth, stage_paths)
     modules = dict(model.named_modules())
     selected = {path: path for path, module in modules.items()
-                if 2 <= path.count(".") + 1 <= stage_depth and not isinstance(module, _CONTAINERS)}
+                if 2 <= path.count(".") + 1 <= stage_depth and _callable(module)}
     for path in named:
         if path not in modules or path == "":
             close = difflib.get_close_matches(path, [p for p in modules if p], n=3, cutoff=0.6)
