@@ -34,7 +34,7 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from profiling import Session, profile_model, stage  # noqa: E402
-from profiling.attach import attach_stages  # noqa: E402
+from profiling.stages.attach import attach_stages  # noqa: E402
 from profiling.collectors.cuda_memory import CudaMemory  # noqa: E402
 from profiling.collectors.timing import CudaTime  # noqa: E402
 from profiling.collectors.trace_ranges import TraceRanges  # noqa: E402

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from profiling.payload import payload_bytes, walk_payload
+from profiling.stages.payload import payload_bytes, walk_payload
 from profiling.reports.metadata import device_description
 from profiling.runner import call_model
 from zoo.app import prepare

@@ -11,31 +11,17 @@ not load torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ._exports import lazy_exports
 
-#: Each public name and the submodule that defines it.
+#: Each public name and the module that defines it.
 _EXPORTS = {
     "stage": "stages", "probe": "stages", "StageCall": "stages", "active_session": "stages",
-    "is_profiling": "stages", "is_counting": "stages",
-    "Session": "session",
-    "attach_stages": "attach",
-    "walk_payload": "payload",
+    "is_profiling": "stages", "is_counting": "stages", "Session": "stages",
+    "attach_stages": "stages", "walk_payload": "stages",
     "ProfilingError": "errors",
     "profile_model": "runner", "ProfileResult": "runner",
     "write_run": "reports.run_folder",
 }
 
 __all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'profiling' has no attribute '{name}'")
-    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

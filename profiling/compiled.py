@@ -22,7 +22,7 @@ from typing import Any, Callable
 import torch
 
 from .errors import ProfilingError
-from .session import Session
+from .stages.session import Session
 
 __all__ = ["compile_model", "compile_report", "CompileReport", "cxx_compiler",
            "COMPILE_MODES"]

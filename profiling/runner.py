@@ -10,15 +10,15 @@ import pandas as pd
 import torch
 
 from .aggregate import aggregate_stages
-from .attach import attach_stages
+from .stages.attach import attach_stages
 from .collectors import PASSES, Collector, make_collectors
 from .errors import ProfilingError
-from .guards import (BufferGuard, InputGuard, check_collector_devices, check_collectors_argument,
-                     check_mode)
+from .stages.guards import (BufferGuard, InputGuard, check_collector_devices,
+                            check_collectors_argument, check_mode)
 from .noise import machine_state, noise_report
-from .payload import device_type_of
-from .session import Session
-from .stages import StageCall
+from .stages.payload import device_type_of
+from .stages.session import Session
+from .stages.markers import StageCall
 from .statistics import AutoRepeats, relative_half_width
 
 __all__ = ["ProfileResult", "profile_model", "check_run_options", "call_model"]

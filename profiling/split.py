@@ -26,14 +26,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .attach import attach_stages
+from .stages.attach import attach_stages
 from .collectors.liveness import Liveness
 from .cuts import Cut
 from .encodings import SIZE_ENCODINGS
 from .errors import ProfilingError
 from .roofline import Ceilings, roofline_seconds
 from .runner import call_model
-from .session import Session
+from .stages.session import Session
 from .split_latency import best_cuts, split_latency, top_level_times
 
 __all__ = ["SplitAnalysis", "analyse_cuts", "cut_table", "module_marks", "pareto_front",

@@ -23,7 +23,7 @@ import pytest
 import torch
 from torch.utils._pytree import tree_leaves
 
-from profiling.payload import iter_leaves
+from profiling.stages.payload import iter_leaves
 from profiling.reports.layers_table import layers_table
 from profiling.runner import profile_model
 from zoo.app import prepare

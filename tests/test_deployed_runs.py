@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from profiling.payload import iter_leaves
+from profiling.stages.payload import iter_leaves
 from profiling.runner import call_model
 from zoo.app import prepare, run_profile
 from zoo.cli import compose_config

@@ -113,3 +113,10 @@ def test_profiling_never_imports_zoo():
 
 def test_no_import_circles():
     assert _circles(GRAPH) == []
+
+
+@pytest.mark.parametrize("package", sorted(name for name in SOURCES if _is_package(name)))
+def test_every_public_name_resolves(package):
+    module = importlib.import_module(package)
+    missing = [name for name in getattr(module, "__all__", []) if not hasattr(module, name)]
+    assert missing == []

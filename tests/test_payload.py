@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import torch
 from torchvision.models.detection.image_list import ImageList
 
-from profiling.payload import PayloadGroup, TensorLeaf, iter_leaves, walk_payload
+from profiling.stages.payload import PayloadGroup, TensorLeaf, iter_leaves, walk_payload
 from profiling.reports.payload_log import format_payload_lines
 
 Pair = namedtuple("Pair", ["left", "right"])
@@ -67,7 +67,7 @@ def test_log_lines_in_the_seed_layout():
 
 
 def test_iter_tensors_walks_the_same_containers():
-    from profiling.payload import iter_tensors
+    from profiling.stages.payload import iter_tensors
     images = torch.zeros(1, 3, 4, 4)
     value = [ImageList(images, [(4, 4)]), {"b": Pair(torch.ones(1), 3)}, "text"]
     tensors = list(iter_tensors(value))

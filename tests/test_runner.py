@@ -8,7 +8,7 @@ from torch import nn
 from profiling import ProfilingError, stage
 from profiling.aggregate import aggregate_stages
 from profiling.runner import profile_model
-from profiling.stages import StageCall
+from profiling.stages.markers import StageCall
 
 
 class Two(nn.Module):
@@ -77,7 +77,7 @@ def test_memory_is_measured_apart_from_counting():
 
 def test_no_dispatch_mode_or_session_outlives_a_run():
     from torch.utils._python_dispatch import is_in_torch_dispatch_mode
-    from profiling.stages import active_session, is_counting
+    from profiling.stages.markers import active_session, is_counting
     profile_model(Two().eval(), (torch.ones(4),),
                   collectors=["payload", "tensor_memory", "op_counts", "liveness", "cpu_time"],
                   repeats=1)

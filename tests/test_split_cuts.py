@@ -14,7 +14,7 @@ from torch import nn
 from profiling import stage
 from profiling.byte_ranges import merge_ranges, ranges_size, subtract_ranges, view_ranges
 from profiling.encodings import quantise_int8
-from profiling.payload import walk_payload
+from profiling.stages.payload import walk_payload
 from profiling.split import analyse_cuts, cut_table, pareto_front
 
 X = torch.tensor([[1.0, -2.0, 3.0, 4.0]])  # 16 bytes

@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from profiling import Session, attach_stages, probe, stage
-from profiling.stages import _INACTIVE, active_session
+from profiling.stages.markers import _INACTIVE, active_session
 
 
 class Toy(nn.Module):

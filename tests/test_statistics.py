@@ -12,7 +12,7 @@ from profiling.aggregate import aggregate_stages, repeat_table
 from profiling.errors import ProfilingError
 from profiling.noise import noise_line, noise_report, unreliable_reasons
 from profiling.runner import profile_model
-from profiling.stages import stage
+from profiling.stages.markers import stage
 from profiling.statistics import (AutoRepeats, _order_statistic_rank, coefficient_of_variation,
                                   is_significant, median_interval, ratio_interval,
                                   relative_half_width)

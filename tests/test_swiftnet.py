@@ -12,7 +12,7 @@ from hydra.utils import instantiate
 
 import zoo
 from profiling import Session
-from profiling.payload import iter_leaves
+from profiling.stages.payload import iter_leaves
 from reference_weights import fill_reference_weights_, load_reference, official_names
 from zoo.base import sum_input_channels
 from zoo.models.swiftnet import official_key

@@ -12,7 +12,7 @@ from hydra.utils import instantiate
 
 import zoo
 from profiling import Session
-from profiling.payload import iter_leaves
+from profiling.stages.payload import iter_leaves
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
 VARIANT = "swin_tiny_patch4_window7_224"

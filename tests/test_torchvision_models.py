@@ -12,7 +12,7 @@ import pytest
 import torch
 import torchvision
 
-from profiling.payload import iter_tensors
+from profiling.stages.payload import iter_tensors
 from profiling.runner import profile_model
 from zoo.app import prepare
 from zoo.cli import compose_config

@@ -15,7 +15,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from profiling.aggregate import repeat_table
 from profiling.errors import ProfilingError, add_context
 from profiling.noise import noise_line
-from profiling.payload import iter_tensors
+from profiling.stages.payload import iter_tensors
 from profiling.reports.files import write_folder
 from profiling.reports.run_folder import TRACE_FILE, run_files
 from profiling.reports.summary import format_summary, run_totals

@@ -7,7 +7,7 @@ from typing import Any, Optional
 import pandas as pd
 import torch
 
-from profiling.payload import iter_tensors
+from profiling.stages.payload import iter_tensors
 from profiling.roofline import Ceilings
 from profiling.split import analyse_cuts, cut_table
 from profiling.split_latency import best_cuts, encodings_of, split_latency

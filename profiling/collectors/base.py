@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..stages import StageCall
+    from ..stages.markers import StageCall
 
 __all__ = ["Collector", "PASSES"]
 

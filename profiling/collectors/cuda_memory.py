@@ -7,7 +7,7 @@ from typing import Optional
 import torch
 
 from ..errors import ProfilingError
-from ..stages import StageCall
+from ..stages.markers import StageCall
 from .base import Collector
 from .registry import register_collector
 

@@ -33,8 +33,8 @@ from ..counting import OpCounting
 from ..counting.registry import formula_for
 from ..cuts import Cut, CutTensor, Mark, alive_bytes, build_cuts
 from ..encodings import check_codecs, encoded_bytes
-from ..payload import iter_tensors
-from ..stages import StageCall
+from ..stages.payload import iter_tensors
+from ..stages.markers import StageCall
 from .base import Collector
 from .registry import register_collector
 

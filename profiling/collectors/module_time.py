@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional
 import torch
 from torch import nn
 
-from ..payload import device_type_of
+from ..stages.payload import device_type_of
 from .base import Collector
 from .registry import register_collector
 

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Optional
 from torch import nn
 
 from ..counting import COUNT_FIELDS, Counts, ModuleRecord, OpCounting
-from ..stages import _set_counting
+from ..stages.markers import _set_counting
 from .base import Collector
 from .registry import register_collector
 
 if TYPE_CHECKING:
-    from ..stages import StageCall
+    from ..stages.markers import StageCall
 
 __all__ = ["OpCounts"]
 

@@ -9,7 +9,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from ..stages import StageCall
+from ..stages.markers import StageCall
 from .base import Collector
 from .registry import register_collector
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..stages import StageCall
+from ..stages.markers import StageCall
 from .base import Collector
 from .registry import register_collector
 

@@ -7,7 +7,7 @@ from typing import Any, Callable, Optional
 from torch import nn
 
 from .counts import Counts
-from ..payload import iter_tensors
+from ..stages.payload import iter_tensors
 
 __all__ = ["ModuleRecord", "ModuleTracker", "parameter_count", "is_leaf"]
 

@@ -16,8 +16,8 @@ from typing import Callable, Iterable, Optional, Sequence
 import pandas as pd
 
 from ..aggregate import time_column
-from ..payload import PayloadNode, iter_leaves
-from ..stages import StageCall
+from ..stages.payload import PayloadNode, iter_leaves
+from ..stages.markers import StageCall
 
 __all__ = ["format_payload_lines", "format_payload_log", "default_label", "LabelFunction"]
 

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import torch
 
 from ..aggregate import repeat_table
-from ..payload import device_type_of
+from ..stages.payload import device_type_of
 from ..roofline import Ceilings, add_roofline_columns
 from ..runner import ProfileResult
 from .files import Content, write_folder

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..aggregate import first_column, time_column
-from ..payload import payload_bytes, walk_payload
+from ..stages.payload import payload_bytes, walk_payload
 from ..statistics import median_interval
 
 __all__ = ["format_summary", "RunTotals", "run_totals", "WIDE_INTERVAL"]

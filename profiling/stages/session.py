@@ -5,11 +5,11 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional, Sequence
 
-from . import stages as _stages
-from .collectors.base import Collector
-from .errors import mark_stage
+from . import markers as _stages
+from ..collectors.base import Collector
+from ..errors import mark_stage
 from .payload import walk_payload
-from .stages import StageCall
+from .markers import StageCall
 
 __all__ = ["Session"]
 

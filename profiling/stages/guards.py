@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .errors import ProfilingError
+from ..errors import ProfilingError
 from .payload import iter_tensors
 
 __all__ = ["InputGuard", "BufferGuard", "check_mode", "check_collectors_argument"]

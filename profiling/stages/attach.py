@@ -17,8 +17,8 @@ from typing import Iterator, Mapping, Optional
 import torch
 from torch import nn
 
-from .errors import ProfilingError
-from .stages import active_session
+from ..errors import ProfilingError
+from .markers import active_session
 
 __all__ = ["attach_stages", "resolve_module", "stand_in_stages", "is_container"]
 
