@@ -25,7 +25,7 @@ import zoo
 from profiling.collectors.op_counts import OpCounts
 from profiling.reports.layers_table import layers_table, render_layers_text
 from profiling.reports.modules_table import modules_table, render_modules_text
-from profiling.runner import profile_model
+from profiling.runner.passes import profile_model
 
 TARGET_SECONDS = 10.0
 TARGET_PEAK_BYTES = 2 * 1024 ** 3

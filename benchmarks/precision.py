@@ -24,7 +24,7 @@ import torch
 
 from profiling.stages.payload import payload_bytes, walk_payload
 from profiling.reports.metadata import device_description
-from profiling.runner import call_model
+from profiling.runner.passes import call_model
 from zoo.app import prepare
 from zoo.cli import compose_config
 

@@ -27,7 +27,7 @@ import time
 
 import torch
 
-from profiling.runner import call_model
+from profiling.runner.passes import call_model
 from profiling.split import DEFAULT_CODECS, analyse_cuts, cut_table
 from zoo.app import prepare
 from zoo.cli import compose_config

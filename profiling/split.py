@@ -31,8 +31,8 @@ from .collectors.liveness import Liveness
 from .cuts import Cut
 from .encodings import SIZE_ENCODINGS
 from .errors import ProfilingError
-from .roofline import Ceilings, roofline_seconds
-from .runner import call_model
+from .counting.roofline import Ceilings, roofline_seconds
+from .runner.passes import call_model
 from .stages.session import Session
 from .split_latency import best_cuts, split_latency, top_level_times
 
@@ -185,7 +185,7 @@ def cut_table(analysis: Union[SplitAnalysis, Sequence[Cut]],
     times), ``min_cut`` (the fewest raw bytes of the cuts strictly inside the forward, the
     first if several) and ``pareto`` (on the front of raw bytes against device FLOPs). With
     ``ceilings``, also ``device_estimate_ms``: the roofline bound of the device side, summed
-    over the operators before the cut (see :func:`~profiling.roofline.roofline_seconds`).
+    over the operators before the cut (see :func:`~profiling.counting.roofline_seconds`).
     """
     if not isinstance(analysis, SplitAnalysis):
         cuts = list(analysis)

@@ -10,7 +10,7 @@ time after it on the server. From a run's ``stages.csv``: the top-level stage ca
 the cut, plus, for a cut inside a top-level stage call, the share of that call's time equal
 to the share of its FLOPs done before the cut (time between top-level stages is attributed to
 neither side). Without a device run, ``device_ms`` is the table's ``device_estimate_ms``: the
-roofline bound of a device preset (:func:`profiling.roofline.roofline_seconds`), a lower
+roofline bound of a device preset (:func:`profiling.counting.roofline_seconds`), a lower
 bound, not a measurement. The device sends what is alive across the cut once, and the
 answer's transfer is neglected (one RTT). The last cut sends the forward's outputs (device
 only, results delivered to the server); the first sends the inputs (server only).
@@ -24,7 +24,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .aggregate import time_column
+from .statistics.aggregate import time_column
 from .errors import ProfilingError
 
 __all__ = ["top_level_times", "split_latency", "best_cuts", "encodings_of", "check_link"]

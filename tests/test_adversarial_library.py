@@ -9,7 +9,7 @@ from torch import nn
 
 import zoo
 from profiling import ProfilingError
-from profiling.runner import profile_model
+from profiling.runner.passes import profile_model
 from zoo.checkpoints import read_state_dict
 
 ALL = ["payload", "tensor_memory", "op_counts", "liveness", "cpu_time"]

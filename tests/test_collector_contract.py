@@ -13,7 +13,7 @@ from torch import nn
 from profiling import stage
 from profiling.collectors import (PASSES, Collector, collector_class, make_collectors,
                                   register_collector, registered_collectors)
-from profiling.runner import profile_model
+from profiling.runner.passes import profile_model
 
 DEVICE_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "device"
 

@@ -25,7 +25,7 @@ from torch.utils._pytree import tree_leaves
 
 from profiling.stages.payload import iter_leaves
 from profiling.reports.layers_table import layers_table
-from profiling.runner import profile_model
+from profiling.runner.passes import profile_model
 from zoo.app import prepare
 from zoo.cli import compose_config
 

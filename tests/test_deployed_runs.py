@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from profiling.stages.payload import iter_leaves
-from profiling.runner import call_model
+from profiling.runner.passes import call_model
 from zoo.app import prepare, run_profile
 from zoo.cli import compose_config
 from zoo.deploy import Deployment, roofline_dtype

@@ -11,7 +11,7 @@ from torchvision.models.detection import (FasterRCNN_ResNet50_FPN_Weights,
 
 import zoo
 from profiling.reports.payload_log import format_payload_log
-from profiling.runner import profile_model
+from profiling.runner.passes import profile_model
 
 SEED = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "001_12931549c071c8b4.txt"
 

@@ -3,7 +3,7 @@
 import torch
 
 import zoo
-from profiling.runner import profile_model
+from profiling.runner.passes import profile_model
 
 
 def _stage_counts(device):

@@ -13,7 +13,7 @@ from profiling.collectors.module_time import ModuleTime
 from profiling.counting import OpCounting
 from profiling.reports.layers_table import layers_table
 from profiling.reports.modules_table import modules_table, render_modules_text
-from profiling.runner import profile_model
+from profiling.runner.passes import profile_model
 
 
 

@@ -12,7 +12,7 @@ matplotlib = pytest.importorskip("matplotlib")
 from matplotlib.image import imread  # noqa: E402
 
 from profiling.reports.plots import plot_layers, plot_split_latency, render_plots  # noqa: E402
-from profiling.roofline import ceilings  # noqa: E402
+from profiling.counting.roofline import ceilings  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import zoo
-from profiling.runner import profile_model
+from profiling.runner.passes import profile_model
 
 #: models that need an ``arch`` option; their own tests cover them.
 GENERIC = {"torchvision", "timm"}

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from profiling.errors import ProfilingError
-from profiling.roofline import (PRESETS, Ceilings, add_roofline_columns, attainable_flops,
+from profiling.counting.roofline import (PRESETS, Ceilings, add_roofline_columns, attainable_flops,
                                 bound, ceilings, load_ceilings, save_ceilings)
 
 

@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from profiling import ProfilingError, stage
-from profiling.aggregate import aggregate_stages
-from profiling.runner import profile_model
+from profiling.statistics.aggregate import aggregate_stages
+from profiling.runner.passes import profile_model
 from profiling.stages.markers import StageCall
 
 

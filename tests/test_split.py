@@ -10,7 +10,7 @@ import torch
 
 from profiling import stage
 from profiling.collectors.liveness import Liveness, encoded_bytes
-from profiling.runner import profile_model
+from profiling.runner.passes import profile_model
 from profiling.split import analyse_cuts, best_cuts, cut_table, split_latency
 
 X = torch.tensor([[1.0, -2.0, 3.0, 4.0]])  # 16 bytes

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import zoo
-from profiling.runner import profile_model
+from profiling.runner.passes import profile_model
 from zoo.app import prepare
 from zoo.cli import compose_config
 

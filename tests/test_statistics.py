@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from profiling.aggregate import aggregate_stages, repeat_table
+from profiling.statistics.aggregate import aggregate_stages, repeat_table
 from profiling.errors import ProfilingError
-from profiling.noise import noise_line, noise_report, unreliable_reasons
-from profiling.runner import profile_model
+from profiling.statistics.noise import noise_line, noise_report, unreliable_reasons
+from profiling.runner.passes import profile_model
 from profiling.stages.markers import stage
-from profiling.statistics import (AutoRepeats, _order_statistic_rank, coefficient_of_variation,
-                                  is_significant, median_interval, ratio_interval,
-                                  relative_half_width)
+from profiling.statistics.intervals import (AutoRepeats, _order_statistic_rank,
+                                            coefficient_of_variation, is_significant,
+                                            median_interval, ratio_interval, relative_half_width)
 
 
 @pytest.mark.parametrize("n, rank", [(5, 0), (6, 1), (8, 1), (9, 2), (10, 2), (20, 6),

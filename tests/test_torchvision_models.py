@@ -13,7 +13,7 @@ import torch
 import torchvision
 
 from profiling.stages.payload import iter_tensors
-from profiling.runner import profile_model
+from profiling.runner.passes import profile_model
 from zoo.app import prepare
 from zoo.cli import compose_config
 

@@ -12,16 +12,16 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from profiling.aggregate import repeat_table
+from profiling.statistics.aggregate import repeat_table
 from profiling.errors import ProfilingError, add_context
-from profiling.noise import noise_line
+from profiling.statistics.noise import noise_line
 from profiling.stages.payload import iter_tensors
 from profiling.reports.files import write_folder
 from profiling.reports.run_folder import TRACE_FILE, run_files
 from profiling.reports.summary import format_summary, run_totals
-from profiling.roofline import Ceilings, ceilings_for_device, load_ceilings
-from profiling.runner import ProfileResult, check_run_options, profile_model
-from profiling.statistics import AutoRepeats
+from profiling.counting.roofline import Ceilings, ceilings_for_device, load_ceilings
+from profiling.runner.passes import ProfileResult, check_run_options, profile_model
+from profiling.statistics.intervals import AutoRepeats
 
 from .cli import check_composed
 from .deploy import TF32_NOTE, Deployment, roofline_dtype

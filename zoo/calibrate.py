@@ -5,8 +5,8 @@
 The matmul rate is that of square ``n x n`` products (``2 n^3`` FLOPs each), the bandwidth that
 of ``copy_`` between two large buffers (each byte read once and written once). Both run for a
 fixed time after a warm-up and report the sustained rate, which is what a profiled stage can
-hope for; vendor peaks (``profiling.roofline.PRESETS``) are higher. The YAML file it writes is
-read by ``profiling.roofline.load_ceilings``.
+hope for; vendor peaks (``profiling.counting.PRESETS``) are higher. The YAML file it writes is
+read by ``profiling.counting.load_ceilings``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
-from profiling.roofline import Ceilings, save_ceilings
+from profiling.counting.roofline import Ceilings, save_ceilings
 
 from .cli import ArgumentParser, run_tool
 from .errors import ConfigError

@@ -9,7 +9,7 @@ tensors, while MACs and FLOPs, which count operations, stay the same. A model co
 parts that must stay float32 on float32 copies and names them in
 :meth:`~zoo.base.ZooModel.float32_parts`. :meth:`Deployment.running` is the context of the
 forwards (``torch.autocast`` with ``run.autocast``), and :meth:`Deployment.timed_model` the
-compiled callable of the warm-up and timed forwards (:mod:`profiling.compiled`).
+compiled callable of the warm-up and timed forwards (:mod:`profiling.runner.compiled`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 import torch
 from torch.utils._pytree import tree_map
 
-from profiling.compiled import compile_model, compile_report, cxx_compiler
+from profiling.runner.compiled import compile_model, compile_report, cxx_compiler
 
 from .errors import ConfigError
 from .options import SCHEMA, check_value

@@ -2,7 +2,7 @@
 
 For a run directory: ``plots/time.png``, ``plots/payload.png``, ``plots/memory.png`` and, when
 the run counted operations, ``plots/roofline.png`` (the roof drawn for ``--ceilings``: a
-preset of :data:`profiling.roofline.PRESETS` or a file from ``python -m zoo.calibrate``;
+preset of :data:`profiling.counting.PRESETS` or a file from ``python -m zoo.calibrate``;
 by default the ceilings the run recorded in ``meta.json``). For a
 ``python -m zoo.split`` folder (it has ``latency.csv``): ``split_latency.png``. The same plots
 come with ``plots=true`` in a run.
@@ -29,7 +29,7 @@ def _ceilings(name: Optional[str], explicit: bool):
     """The ceilings named on the command line, else those the run recorded (if loadable)."""
     if not name:
         return None
-    from profiling.roofline import load_ceilings
+    from profiling.counting.roofline import load_ceilings
     try:
         return load_ceilings(name)
     except ProfilingError:

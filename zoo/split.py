@@ -122,7 +122,7 @@ def _run(argv: Optional[Sequence[str]]) -> None:
     codecs = _check_arguments(args)
     from profiling.reports.files import write_files
     from profiling.reports.runs import read_run
-    from profiling.roofline import load_ceilings
+    from profiling.counting.roofline import load_ceilings
 
     ceilings = load_ceilings(args.device_ceilings) if args.device_ceilings else None
     device_run = read_run(args.device_run) if args.device_run else None

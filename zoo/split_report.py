@@ -8,7 +8,7 @@ import pandas as pd
 import torch
 
 from profiling.stages.payload import iter_tensors
-from profiling.roofline import Ceilings
+from profiling.counting.roofline import Ceilings
 from profiling.split import analyse_cuts, cut_table
 from profiling.split_latency import best_cuts, encodings_of, split_latency
 

@@ -13,7 +13,7 @@ COUNT_FIELDS = ("macs", "flops", "bytes_read", "bytes_written", "activations")
 class Counts:
     """MACs, FLOPs, bytes read and written, activations and operator calls, summed.
 
-    The definitions are those of :class:`~profiling.counting.registry.OpCost`.
+    The definitions are those of :class:`~profiling.counting.OpCost`.
     """
 
     __slots__ = COUNT_FIELDS + ("ops",)

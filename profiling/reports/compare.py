@@ -22,8 +22,8 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import pandas as pd
 
-from ..noise import loaded_reason, unreliable_reasons
-from ..statistics import (RATIO_CI_METHOD, coefficient_of_variation, is_significant,
+from ..statistics.noise import loaded_reason, unreliable_reasons
+from ..statistics.intervals import (RATIO_CI_METHOD, coefficient_of_variation, is_significant,
                           ratio_interval)
 from .repeats import read_times
 from .runs import RunRecord, flatten_config, forward_median
@@ -246,7 +246,7 @@ def compare_runs(a: RunRecord, b: RunRecord, *, min_change: float = MIN_CHANGE,
     of each time change (:func:`add_significance`) and the whole forward as a first row
     (``stage`` :data:`FORWARD`, its time the host time of the whole forward).
 
-    When a run's machine was loaded above its cores (:func:`profiling.noise.loaded_reason`),
+    When a run's machine was loaded above its cores (:func:`profiling.statistics.loaded_reason`),
     its times may move by any factor from one run to the next, whatever its repeats say:
     ``significant`` is then ``False`` throughout and ``withheld`` says why, unless ``loaded``
     asks for the significance anyway. Intervals are given either way.

@@ -119,7 +119,7 @@ def render_layers_text(table: pd.DataFrame, dispatcher: Optional[Mapping[str, in
                        ) -> str:
     """torchstat's printout of :func:`layers_table`'s result: the table, then the totals, then
     the conventions and, when given, the ``dispatcher``'s totals (``{"macs", "flops"}`` of
-    :meth:`~profiling.counting.counts.Counts.as_dict`)."""
+    :meth:`~profiling.counting.Counts.as_dict`)."""
     layers, total = table.iloc[:-1], table.iloc[-1]
     shown = table.copy()
     shown.index = [*range(len(layers)), "total"]

@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import pandas as pd
 
-from ..aggregate import time_column
+from ..statistics.aggregate import time_column
 from ..stages.payload import PayloadNode, iter_leaves
 from ..stages.markers import StageCall
 
@@ -101,7 +101,7 @@ def format_payload_log(events: Sequence[tuple[str, StageCall]], stages: pd.DataF
 
     Args:
         events: the reference forward's ``(direction, call)`` events.
-        stages: the aggregated stage table (see :func:`profiling.aggregate.aggregate_stages`).
+        stages: the aggregated stage table (see :func:`profiling.statistics.aggregate_stages`).
         host: the machine's name, for the section header.
         device: the device, e.g. ``cpu`` or ``cuda (NVIDIA H100)``.
         label: the model's label function (default :func:`default_label`).

@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..aggregate import time_column
+from ..statistics.aggregate import time_column
 
 if TYPE_CHECKING:
-    from ..roofline import Ceilings
+    from ..counting.roofline import Ceilings
 
 __all__ = ["render_plots", "plot_stage_times", "plot_payload", "plot_memory", "plot_roofline",
            "plot_layers", "plot_split_latency"]
@@ -211,7 +211,7 @@ def plot_roofline(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
                   va="bottom", ha="left",
                   bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "0.6"})
     else:
-        from ..roofline import attainable_flops
+        from ..counting.roofline import attainable_flops
         span = np.logspace(np.log10(intensity[keep].min() / 4),
                            np.log10(max(intensity[keep].max() * 4,
                                         ceilings.ridge_point(dtype) * 4)), 200)

@@ -1,6 +1,6 @@
 """``times.csv``: every timed repeat of a run, as measured, for intervals and comparisons.
 
-One row per stage call and timed forward (:func:`profiling.aggregate.repeat_table`): columns
+One row per stage call and timed forward (:func:`profiling.statistics.repeat_table`): columns
 ``stage``, ``call_index``, ``repeat`` and one per repeated metric (``cpu_time_ms``,
 ``cuda_time_ms``). ``stages.csv`` holds only the aggregates; a comparison of two runs
 (:mod:`profiling.reports.compare`) resamples these rows.

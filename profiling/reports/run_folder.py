@@ -28,10 +28,10 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import torch
 
-from ..aggregate import repeat_table
+from ..statistics.aggregate import repeat_table
 from ..stages.payload import device_type_of
-from ..roofline import Ceilings, add_roofline_columns
-from ..runner import ProfileResult
+from ..counting.roofline import Ceilings, add_roofline_columns
+from ..runner.passes import ProfileResult
 from .files import Content, write_folder
 from .layers_table import layers_files, layers_table
 from .metadata import host_name, run_metadata

@@ -17,9 +17,9 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..aggregate import first_column, time_column
+from ..statistics.aggregate import first_column, time_column
 from ..stages.payload import payload_bytes, walk_payload
-from ..statistics import median_interval
+from ..statistics.intervals import median_interval
 
 __all__ = ["format_summary", "RunTotals", "run_totals", "WIDE_INTERVAL"]
 
@@ -99,7 +99,7 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
 
     Args:
         stages: the stage table (``stages.csv``).
-        times: the raw repeats (:func:`profiling.aggregate.repeat_table`, ``times.csv``), for
+        times: the raw repeats (:func:`profiling.statistics.repeat_table`, ``times.csv``), for
             exact intervals of stages called several times.
         totals: the whole forward's figures for the total row (:func:`run_totals`).
     """

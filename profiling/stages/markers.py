@@ -8,7 +8,7 @@ Model code marks its stages with :func:`stage` and its payload-only points with 
 
 With no profiling session open, :func:`stage` returns one shared no-op object and :func:`probe`
 returns its argument, so an instrumented model costs next to nothing as an ordinary model.
-While a :class:`~profiling.stages.session.Session` is open, each call is recorded as a
+While a :class:`~profiling.stages.Session` is open, each call is recorded as a
 :class:`StageCall`; stages nest (the parent is whatever stage is open) and a stage entered
 several times in one forward keeps one record per call.
 """
@@ -136,7 +136,7 @@ def probe(name: str, value: Any) -> Any:
 
 
 def active_session():
-    """The open :class:`~profiling.stages.session.Session`, or ``None``."""
+    """The open :class:`~profiling.stages.Session`, or ``None``."""
     return _active_session
 
 

@@ -7,9 +7,9 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .stages.payload import PayloadNode, format_shape, iter_leaves, payload_bytes
-from .stages.markers import StageCall
-from .statistics import median_interval
+from ..stages.payload import PayloadNode, format_shape, iter_leaves, payload_bytes
+from ..stages.markers import StageCall
+from .intervals import median_interval
 
 __all__ = ["aggregate_stages", "repeat_table", "STATISTICS", "shapes_text", "first_column",
            "time_column"]

@@ -9,17 +9,17 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 import pandas as pd
 import torch
 
-from .aggregate import aggregate_stages
-from .stages.attach import attach_stages
-from .collectors import PASSES, Collector, make_collectors
-from .errors import ProfilingError
-from .stages.guards import (BufferGuard, InputGuard, check_collector_devices,
+from ..statistics.aggregate import aggregate_stages
+from ..stages.attach import attach_stages
+from ..collectors import PASSES, Collector, make_collectors
+from ..errors import ProfilingError
+from ..stages.guards import (BufferGuard, InputGuard, check_collector_devices,
                             check_collectors_argument, check_mode)
-from .noise import machine_state, noise_report
-from .stages.payload import device_type_of
-from .stages.session import Session
-from .stages.markers import StageCall
-from .statistics import AutoRepeats, relative_half_width
+from ..statistics.noise import machine_state, noise_report
+from ..stages.payload import device_type_of
+from ..stages.session import Session
+from ..stages.markers import StageCall
+from ..statistics.intervals import AutoRepeats, relative_half_width
 
 __all__ = ["ProfileResult", "profile_model", "check_run_options", "call_model"]
 
@@ -35,12 +35,12 @@ class ProfileResult:
         timed: the stage calls of each timed forward.
         forward_ms: host wall time of each timed forward (after a CUDA synchronize), in ms.
         stages: one row per stage call with every metric aggregated (see
-            :func:`~profiling.aggregate.aggregate_stages`).
+            :func:`~profiling.statistics.aggregate_stages`).
         output: what the model returned in its first timed forward, else in the analysis pass:
             forwards whose operators are not counted, so exactly what the plain model returns.
         collectors: the collector objects used, by name (e.g. the op counter's uncounted ops).
         notes: what the run had to do that the user should know (inputs restored, ...).
-        noise: how noisy the timed forwards were (:func:`profiling.noise.noise_report`, plus
+        noise: how noisy the timed forwards were (:func:`profiling.statistics.noise_report`, plus
             ``auto_repeats`` for ``repeats=AutoRepeats(...)``); ``{}`` without timed forwards.
     """
 

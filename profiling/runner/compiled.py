@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 import torch
 
-from .errors import ProfilingError
-from .stages.session import Session
+from ..errors import ProfilingError
+from ..stages.session import Session
 
 __all__ = ["compile_model", "compile_report", "CompileReport", "cxx_compiler",
            "COMPILE_MODES"]

@@ -57,8 +57,8 @@ from typing import Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
-from .aggregate import time_column as default_time_column
-from .errors import ProfilingError
+from ..statistics.aggregate import time_column as default_time_column
+from ..errors import ProfilingError
 
 __all__ = ["Ceilings", "PRESETS", "attainable_flops", "bound", "ceilings", "ceilings_for_device",
            "load_ceilings", "roofline_seconds",

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 import torch
 
-from .statistics import MEDIAN_CI_METHOD, coefficient_of_variation, median_interval
+from .intervals import MEDIAN_CI_METHOD, coefficient_of_variation, median_interval
 
 __all__ = ["machine_state", "noise_report", "unreliable_reasons", "loaded_reason", "noise_line",
            "MAX_FORWARD_CV"]

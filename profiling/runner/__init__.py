@@ -1,0 +1,18 @@
+"""Running a model under profiling: the measurement passes, warm-up and timed repeats
+(:func:`profile_model` gives a :class:`ProfileResult`), and ``torch.compile`` with the stage
+markers as graph boundaries."""
+
+from __future__ import annotations
+
+from .._exports import lazy_exports
+
+#: Each public name and the module that defines it.
+_EXPORTS = {
+    "ProfileResult": "passes", "profile_model": "passes", "check_run_options": "passes",
+    "call_model": "passes",
+    "compile_model": "compiled", "compile_report": "compiled", "CompileReport": "compiled",
+    "cxx_compiler": "compiled", "COMPILE_MODES": "compiled",
+}
+
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
