@@ -2,7 +2,7 @@
 
 Each try profiles the same configuration twice, as two separate processes (as a user would:
 ``python -m zoo.profile ...`` twice), and compares them with
-:func:`profiling.reports.compare.compare_runs`. A stage marked significant there is a false
+:func:`profiling.reports.comparison.compare_runs`. A stage marked significant there is a false
 alarm. Target: at most 1 try in 10 with any false alarm (issue 14). With ``--gmflow`` it also
 checks the opposite: ``gmflow`` against ``gmflow model.num_transformer_layers=2`` at 128x192
 must mark ``transformer`` significantly faster.
@@ -28,7 +28,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from profiling.reports.compare import FORWARD, MIN_CHANGE, compare_runs, noise_summary
+from profiling.reports.comparison import FORWARD, MIN_CHANGE, compare_runs, noise_summary
 from profiling.reports.runs import read_run
 
 #: The configuration compared with itself unless others are given after ``--``.

@@ -5,7 +5,7 @@
   forwards (events around the forward). Target: within 5%.
 * ``trace``: one forward under ``torch.profiler`` that also carries the stages' CUDA events:
   for each stage call, the kernels, copies and memsets launched inside its range
-  (:func:`profiling.trace_summary.gpu_work_per_range`) against its event time. Target: within
+  (:func:`profiling.trace.gpu_work_per_range`) against its event time. Target: within
   5% where the GPU is kept busy (see the ``busy`` column: kernel time over event time).
 * ``memory``: the whole forward's ``cuda_mem_peak_mb`` against
   ``torch.cuda.max_memory_allocated`` of a plain forward (target: within 1 MB), and every
@@ -39,8 +39,8 @@ from profiling.collectors.cuda_memory import CudaMemory  # noqa: E402
 from profiling.collectors.timing import CudaTime  # noqa: E402
 from profiling.collectors.trace_ranges import TraceRanges  # noqa: E402
 from profiling.runner.passes import call_model  # noqa: E402
-from profiling.trace import export_trace  # noqa: E402
-from profiling.trace_summary import (gpu_work_per_range, read_trace_events,  # noqa: E402
+from profiling.trace.export import export_trace  # noqa: E402
+from profiling.trace.summary import (gpu_work_per_range, read_trace_events,  # noqa: E402
                                      sync_calls)
 
 MODELS = ("faster_rcnn", "gmflow", "gmflow_refine", "gmflow_unet", "swiftnet", "swin_unet")

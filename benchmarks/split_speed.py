@@ -28,7 +28,7 @@ import time
 import torch
 
 from profiling.runner.passes import call_model
-from profiling.split import DEFAULT_CODECS, analyse_cuts, cut_table
+from profiling.split.analysis import DEFAULT_CODECS, analyse_cuts, cut_table
 from zoo.app import prepare
 from zoo.cli import compose_config
 

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from profiling.reports.compare import compare_stages, config_differences
+from profiling.reports.comparison import compare_stages, config_differences
 from zoo.app import run_profile
 from zoo.cli import compose_config
 
@@ -91,7 +91,7 @@ def _run_folder(root, name, times_ms: dict, forward_ms: list, noise=None):
 
 
 def test_significance_per_stage_and_forward_from_the_raw_repeats(tmp_path):
-    from profiling.reports.compare import FORWARD, compare_runs, format_comparison
+    from profiling.reports.comparison import FORWARD, compare_runs, format_comparison
 
     steady = [10.0, 10.2, 9.8, 10.1, 9.9, 10.0, 10.3, 9.7]
     a = _run_folder(tmp_path, "a", {"encoder": steady, "head": [4.0] * 8},
@@ -124,7 +124,7 @@ def test_significance_per_stage_and_forward_from_the_raw_repeats(tmp_path):
 
 
 def test_a_small_change_is_not_significant_below_the_minimum(tmp_path):
-    from profiling.reports.compare import compare_runs
+    from profiling.reports.comparison import compare_runs
 
     a = _run_folder(tmp_path, "a", {"x": [10.0] * 6, "tiny": [0.2] * 6}, [10.0] * 6)
     b = _run_folder(tmp_path, "b", {"x": [12.0] * 6, "tiny": [0.4] * 6}, [12.0] * 6)
@@ -137,7 +137,7 @@ def test_a_small_change_is_not_significant_below_the_minimum(tmp_path):
 
 
 def test_a_noisy_run_raises_the_smallest_significant_change(tmp_path):
-    from profiling.reports.compare import change_threshold, compare_runs
+    from profiling.reports.comparison import change_threshold, compare_runs
 
     assert change_threshold({"noise": {"forward_cv": 0.4}}, {"forward_ms": [9.0, 11.0]}) == 0.4
     # without a noise record, the CV of forward_ms: sqrt(2) * 2 / 10
@@ -151,7 +151,7 @@ def test_a_noisy_run_raises_the_smallest_significant_change(tmp_path):
 
 
 def test_significance_is_withheld_when_a_machine_was_loaded(tmp_path):
-    from profiling.reports.compare import compare_runs, format_comparison
+    from profiling.reports.comparison import compare_runs, format_comparison
 
     loaded = {"load_average_before": [5.0, 4.0, 3.0], "load_average_after": [1.0, 1.0, 1.0],
               "cores": 2, "forward_cv": 0.01, "repeats": 6}

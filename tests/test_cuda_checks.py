@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from profiling.trace_summary import gpu_work_per_range, read_trace_events, sync_calls
+from profiling.trace.summary import gpu_work_per_range, read_trace_events, sync_calls
 
 
 def _x(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args) -> dict:

@@ -12,10 +12,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from profiling import stage
-from profiling.byte_ranges import merge_ranges, ranges_size, subtract_ranges, view_ranges
-from profiling.encodings import quantise_int8
+from profiling.split.byte_ranges import merge_ranges, ranges_size, subtract_ranges, view_ranges
+from profiling.split.encodings import quantise_int8
 from profiling.stages.payload import walk_payload
-from profiling.split import analyse_cuts, cut_table, pareto_front
+from profiling.split.analysis import analyse_cuts, cut_table, pareto_front
 
 X = torch.tensor([[1.0, -2.0, 3.0, 4.0]])  # 16 bytes
 
@@ -181,7 +181,7 @@ class HalfRead(nn.Module):
 
 
 def test_only_what_crosses_a_cut_is_compressed_once(monkeypatch):
-    from profiling import encodings
+    from profiling.split import encodings
 
     compressed = []
     quantise, compress = encodings.CODECS["zlib"]
@@ -196,7 +196,7 @@ def test_only_what_crosses_a_cut_is_compressed_once(monkeypatch):
 
 
 def test_compression_runs_once_per_storage_in_a_pool():
-    from profiling.encodings import compressed_sizes
+    from profiling.split.encodings import compressed_sizes
 
     data = torch.arange(1 << 21, dtype=torch.int32).view(torch.uint8)  # 8 MiB (+ 4: a pool)
     whole = (np.array([0]), np.array([data.numel()]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from profiling.split import analyse_cuts, cut_table
+from profiling.split.analysis import analyse_cuts, cut_table
 from zoo.app import prepare
 from zoo.cli import compose_config
 

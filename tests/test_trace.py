@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from profiling import stage
-from profiling.trace import trace_forward
+from profiling.trace.export import trace_forward
 
 
 class Staged(torch.nn.Module):

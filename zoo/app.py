@@ -226,7 +226,7 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
         notes.append(TF32_NOTE)
     extra_files = {}
     if cfg.get("trace", False):
-        from profiling.trace import trace_forward
+        from profiling.trace.export import trace_forward
 
         with deployment.running(device, str(cfg.model.name)):
             extra_files[TRACE_FILE] = trace_forward(model, inputs, attach=attach)

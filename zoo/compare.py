@@ -7,7 +7,7 @@ memory peak and FLOPs (when both runs counted them) of A and B and the relative 
 time change with the 95% interval of the ratio B/A and marked ``*`` when significant; the
 header gives both runs' noise. The CSV holds every compared metric with A, B, the difference
 and the ratio, and per stage call and for the whole forward (first row, ``(forward)``) the time
-ratio's interval and ``significant`` (:func:`profiling.reports.compare.compare_runs`,
+ratio's interval and ``significant`` (:func:`profiling.reports.comparison.compare_runs`,
 docs/statistics.md).
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from profiling.errors import ProfilingError
-from profiling.reports.compare import MIN_CHANGE, compare_runs, format_comparison
+from profiling.reports.comparison import MIN_CHANGE, compare_runs, format_comparison
 from profiling.reports.runs import read_run, write_table
 
 from .cli import ArgumentParser, run_tool

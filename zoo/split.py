@@ -15,7 +15,7 @@ in seconds at any size, without compression). Candidates: the input, the end of 
 top-level stage call and the output; ``--depth N`` adds the end of every module call down to
 depth N of the module tree, ``--every-op`` every operator boundary. Without a device run,
 ``--device-ceilings`` estimates the device side as a roofline bound of a preset (see
-:mod:`profiling.split_latency`). The output folder gets ``cuts.csv`` (every candidate),
+:mod:`profiling.split.latency`). The output folder gets ``cuts.csv`` (every candidate),
 ``split_timeline.png`` (bytes alive along the forward), and with a server run ``latency.csv``,
 ``best.csv`` (the best cut per encoding and bandwidth) and ``split_latency.png``.
 """
@@ -69,7 +69,7 @@ def split_config(device: Any, server: Any, overrides: Sequence[str]):
     """The config of the analysis: the runs' (which must agree), or composed from overrides."""
     from omegaconf import OmegaConf
 
-    from profiling.reports.compare import config_differences
+    from profiling.reports.comparison import config_differences
 
     runs = [r for r in (device, server) if r is not None]
     for record in runs:
@@ -95,8 +95,8 @@ def split_config(device: Any, server: Any, overrides: Sequence[str]):
 
 def _check_arguments(args) -> tuple[str, ...]:
     """Every argument checked before any work; returns the codecs."""
-    from profiling.encodings import check_codecs
-    from profiling.split_latency import check_link
+    from profiling.split.encodings import check_codecs
+    from profiling.split.latency import check_link
 
     check_link(args.bandwidth, args.rtt)
     if args.depth < 0:

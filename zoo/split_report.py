@@ -9,8 +9,8 @@ import torch
 
 from profiling.stages.payload import iter_tensors
 from profiling.counting.roofline import Ceilings
-from profiling.split import analyse_cuts, cut_table
-from profiling.split_latency import best_cuts, encodings_of, split_latency
+from profiling.split.analysis import analyse_cuts, cut_table
+from profiling.split.latency import best_cuts, encodings_of, split_latency
 
 from .app import prepare
 

@@ -4,8 +4,8 @@ A cut of the forward must transmit every tensor that was produced before it and 
 it, not only the last stage's output: a skip connection, the input image kept for
 post-processing, anchors computed early. This collector sees every operator at the dispatcher
 and keeps, per tensor storage, the operator that made it and every later read, with the exact
-byte ranges of the views read (:mod:`profiling.byte_ranges`), and every in-place write. After
-the forward, :mod:`profiling.cuts` gives the storages alive across each candidate cut and the
+byte ranges of the views read (:mod:`profiling.split.byte_ranges`), and every in-place write. After
+the forward, :mod:`profiling.split.cuts` gives the storages alive across each candidate cut and the
 bytes of them read after it. The model's inputs (when given) count as produced before the
 first operator; the forward's outputs count as read after the last one.
 
@@ -28,11 +28,11 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ..byte_ranges import EMPTY, ByteRanges, merge_ranges, view_ranges
+from ..split.byte_ranges import EMPTY, ByteRanges, merge_ranges, view_ranges
 from ..counting import OpCounting
 from ..counting.registry import formula_for
-from ..cuts import Cut, CutTensor, Mark, alive_bytes, build_cuts
-from ..encodings import check_codecs, encoded_bytes
+from ..split.cuts import Cut, CutTensor, Mark, alive_bytes, build_cuts
+from ..split.encodings import check_codecs, encoded_bytes
 from ..stages.payload import iter_tensors
 from ..stages.markers import StageCall
 from .base import Collector
@@ -176,11 +176,11 @@ class Liveness(Collector):
 
     Measuring codecs keeps the content of every storage read after a cut until the end of the
     forward (a copy only before an in-place write), then, after the forward, compresses once
-    what crosses a cut (:func:`~profiling.encodings.compressed_sizes`, on every core).
+    what crosses a cut (:func:`~profiling.split.compressed_sizes`, on every core).
 
     Args:
         inputs: the forward's arguments (any nesting); their tensors are the model's inputs.
-        codecs: names of :data:`~profiling.encodings.CODECS` to measure (real data only: none
+        codecs: names of :data:`~profiling.split.CODECS` to measure (real data only: none
             on the meta device).
         every_op: make every operator boundary a candidate cut.
         codec: one codec (the former single-codec argument); added to ``codecs``.

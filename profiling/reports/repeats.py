@@ -3,7 +3,7 @@
 One row per stage call and timed forward (:func:`profiling.statistics.repeat_table`): columns
 ``stage``, ``call_index``, ``repeat`` and one per repeated metric (``cpu_time_ms``,
 ``cuda_time_ms``). ``stages.csv`` holds only the aggregates; a comparison of two runs
-(:mod:`profiling.reports.compare`) resamples these rows.
+(:mod:`profiling.reports.comparison`) resamples these rows.
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .statistics.aggregate import time_column
-from .errors import ProfilingError
+from ..statistics.aggregate import time_column
+from ..errors import ProfilingError
 
 __all__ = ["top_level_times", "split_latency", "best_cuts", "encodings_of", "check_link"]
 

@@ -1,7 +1,7 @@
 """How the bytes alive across a cut can be sent, and what each encoding makes of them.
 
 Every encoding applies to each storage's elements read after the cut (see
-:mod:`profiling.byte_ranges`), storage by storage:
+:mod:`profiling.split.byte_ranges`), storage by storage:
 
 - ``raw``: the elements as they are in memory.
 - ``fp16``: floating elements wider than 16 bits cast to 16 bits; integers, booleans and
@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from .byte_ranges import ByteRanges, ranges_size
-from .errors import ProfilingError
+from ..errors import ProfilingError
 
 __all__ = ["CODECS", "SIZE_ENCODINGS", "encoded_bytes", "check_codecs", "gather",
            "compressed_sizes", "quantise_int8"]

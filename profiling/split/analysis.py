@@ -7,13 +7,13 @@ point where a block's output is complete, whatever stages the model declares) or
 operator boundary (``every_op``). For each candidate the liveness gives the tensors alive
 across it, so skips, FPNs and two-image matching are handled exactly, with no assumption of a
 sequential model. :func:`cut_table` lists every candidate with its bytes under each encoding
-(:mod:`profiling.encodings`), the FLOPs and bytes done on the device before it, and marks the
+(:mod:`profiling.split.encodings`), the FLOPs and bytes done on the device before it, and marks the
 minimum-bytes cut and the Pareto front. The latency model of one inference cut at ``c``, for
 a link of bandwidth ``B`` (Mbit/s, 1e6 bits per second) and round-trip time ``RTT`` (ms)::
 
     latency(c) = device_ms(c) + RTT + bytes(c) * 8 / (B * 1e6) * 1e3 + server_ms(c)
 
-lives in :mod:`profiling.split_latency`.
+lives in :mod:`profiling.split.latency`.
 """
 
 from __future__ import annotations
@@ -26,18 +26,18 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .stages.attach import attach_stages
-from .collectors.liveness import Liveness
+from ..stages.attach import attach_stages
+from ..collectors.liveness import Liveness
 from .cuts import Cut
 from .encodings import SIZE_ENCODINGS
-from .errors import ProfilingError
-from .counting.roofline import Ceilings, roofline_seconds
-from .runner.passes import call_model
-from .stages.session import Session
-from .split_latency import best_cuts, split_latency, top_level_times
+from ..errors import ProfilingError
+from ..counting.roofline import Ceilings, roofline_seconds
+from ..runner.passes import call_model
+from ..stages.session import Session
+from .latency import best_cuts, split_latency, top_level_times
 
 __all__ = ["SplitAnalysis", "analyse_cuts", "cut_table", "module_marks", "pareto_front",
-           "split_latency", "best_cuts", "top_level_times", "DEFAULT_CODECS"]
+           "DEFAULT_CODECS"]
 
 #: The codecs measured unless others are asked for: zlib alone, so that a CPU analysis stays
 #: within seconds (with it, int8+zlib adds a quarter of zlib's time and zstd next to nothing;
@@ -109,7 +109,7 @@ def analyse_cuts(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[st
         model: the model (stages in its code or ``attach`` make the top-level cuts).
         inputs: positional (a sequence) or keyword (a mapping) arguments of the forward.
         attach: extra stages attached to submodules, ``{stage: module_path}``.
-        codecs: codecs of :data:`~profiling.encodings.CODECS` to measure (ignored on meta).
+        codecs: codecs of :data:`~profiling.split.CODECS` to measure (ignored on meta).
         depth: also cut after every module call down to this depth of the module tree.
         every_op: also cut after every operator.
         codec: a single codec instead of ``codecs`` (``None`` with ``codecs=()``: none).

@@ -2,7 +2,7 @@
 
 :class:`~profiling.collectors.liveness.Liveness` records, for every storage, the operator that
 made it, every later read (with the exact byte ranges of the views read, see
-:mod:`profiling.byte_ranges`) and every in-place write. :func:`build_cuts` turns that into
+:mod:`profiling.split.byte_ranges`) and every in-place write. :func:`build_cuts` turns that into
 :class:`Cut` objects: a storage is alive across the cut after operator ``c`` when it was made
 at or before ``c`` and is read after ``c`` (or is an output of the forward), and what the cut
 sends of it is the union of the ranges read after ``c``. The work is done once per storage

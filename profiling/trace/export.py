@@ -10,10 +10,10 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from .stages.attach import attach_stages
-from .collectors.trace_ranges import TraceRanges
-from .runner.passes import call_model
-from .stages.session import Session
+from ..stages.attach import attach_stages
+from ..collectors.trace_ranges import TraceRanges
+from ..runner.passes import call_model
+from ..stages.session import Session
 
 __all__ = ["export_trace", "trace_forward"]
 
