@@ -20,7 +20,7 @@ _EXPORTS = {
     "attach_stages": "stages", "walk_payload": "stages",
     "ProfilingError": "errors",
     "profile_model": "runner", "ProfileResult": "runner",
-    "write_run": "reports.run_folder",
+    "write_run": "reports",
 }
 
 __all__ = list(_EXPORTS)

@@ -198,7 +198,7 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     """Build the model, profile it and write the run's files into ``run_dir``.
 
     Every input is checked before anything is written; the files appear all together at the
-    end (see :func:`profiling.reports.files.write_files`).
+    end (see :func:`profiling.reports.write_files`).
     """
     check_composed(cfg)
     device = resolve_device(cfg.device)

@@ -2,7 +2,7 @@
 
 Each DIR is a run directory or any folder above run directories (a sweep, ``results/runs``).
 The table is the one a sweep writes as ``summary.csv``
-(:func:`profiling.reports.runs.collect_runs`): one row per stage call of every run, failed runs
+(:func:`profiling.reports.collect_runs`): one row per stage call of every run, failed runs
 as one row with their error, the runs' options as columns. A run whose files are broken is
 skipped with a warning line naming it, and the tool then exits 1.
 """

@@ -7,7 +7,7 @@ memory peak and FLOPs (when both runs counted them) of A and B and the relative 
 time change with the 95% interval of the ratio B/A and marked ``*`` when significant; the
 header gives both runs' noise. The CSV holds every compared metric with A, B, the difference
 and the ratio, and per stage call and for the whole forward (first row, ``(forward)``) the time
-ratio's interval and ``significant`` (:func:`profiling.reports.comparison.compare_runs`,
+ratio's interval and ``significant`` (:func:`profiling.reports.compare_runs`,
 docs/statistics.md).
 """
 

@@ -7,7 +7,7 @@ Registered in ``configs/profile.yaml`` under ``hydra.callbacks``. In a multirun:
   run and the sweep reaches its end, whatever the launcher (basic, joblib, submitit);
 - at the end, ``summary.csv`` at the sweep's root holds every job's stages in one table, with
   the options of each job as columns and failed jobs as rows with their error (see
-  :func:`profiling.reports.runs.collect_runs`);
+  :func:`profiling.reports.collect_runs`);
 - a progress bar counts the finished jobs when stderr is a terminal.
 
 :data:`last_sweep` keeps the outcome, so ``python -m zoo.profile -m`` can exit non-zero when a

@@ -1,1 +1,43 @@
-"""Reports: the files and the terminal summary a run produces."""
+"""Reports: everything a run writes or reads back. The run folder (:func:`write_run`, read back
+with :func:`read_run` as a :class:`RunRecord`), each of its files, the terminal summary, the
+comparison of two runs, and the plots (matplotlib, loaded only when a plot is asked for)."""
+
+from __future__ import annotations
+
+from .._exports import lazy_exports
+
+#: Each public name and the module that defines it.
+_EXPORTS = {
+    "RunRecord": "runs", "read_run": "runs", "find_runs": "runs", "collect_runs": "runs",
+    "write_failure": "runs", "flatten_config": "runs", "parse_overrides": "runs",
+    "write_table": "runs", "forward_median": "runs", "ERROR_FILE": "runs", "META_FILE": "runs",
+    "STAGES_FILE": "runs", "TABLE_FORMATS": "runs",
+    "TIMES_FILE": "repeats", "read_times": "repeats",
+    "write_run": "run_folder", "run_files": "run_folder", "PAYLOAD_FILE": "run_folder",
+    "LAYERS_FILES": "run_folder", "MODULES_FILES": "run_folder", "PLOTS_FOLDER": "run_folder",
+    "TRACE_FILE": "run_folder",
+    "write_files": "files", "write_folder": "files", "remove_stale_temporaries": "files",
+    "holds_files": "files", "Content": "files",
+    "run_metadata": "metadata", "device_description": "metadata", "host_name": "metadata",
+    "COMPARED_METRICS": "comparison", "compare_stages": "comparison", "compare_runs": "comparison",
+    "add_significance": "comparison", "forward_comparison": "comparison",
+    "change_threshold": "comparison", "withheld_reason": "comparison",
+    "config_differences": "comparison", "format_comparison": "comparison",
+    "MIN_CHANGE": "comparison", "MIN_CPU_DIFFERENCE_MS": "comparison", "FORWARD": "comparison",
+    "format_summary": "summary", "RunTotals": "summary", "run_totals": "summary",
+    "WIDE_INTERVAL": "summary",
+    "format_payload_lines": "payload_log", "format_payload_log": "payload_log",
+    "default_label": "payload_log", "LabelFunction": "payload_log",
+    "LAYER_COLUMNS": "layers_table", "layers_table": "layers_table",
+    "render_layers_text": "layers_table", "layers_files": "layers_table",
+    "MODULE_COLUMNS": "modules_table", "CONVENTIONS": "modules_table",
+    "modules_table": "modules_table", "render_modules_text": "modules_table",
+    "modules_files": "modules_table",
+    "render_plots": "plots", "plot_stage_times": "plots", "plot_payload": "plots",
+    "plot_memory": "plots", "plot_roofline": "plots", "plot_layers": "plots",
+    "plot_split_latency": "plots",
+    "plot_split_timeline": "split_plots",
+}
+
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -302,7 +302,7 @@ def plot_split_latency(latency: pd.DataFrame, encodings: Optional[Sequence[str]]
 
 
 def plot_layers(layers: pd.DataFrame) -> Optional[bytes]:
-    """The torchstat table (:func:`~profiling.reports.layers_table.layers_table`, or its
+    """The torchstat table (:func:`~profiling.reports.layers_table`, or its
     ``layers.csv``) along the forward: each leaf layer's parameters, output memory and share of
     the time, one panel each (time only when measured), the way its users read the table
     ("params bulge in the middle, memory at both ends"). ``None`` for an empty table."""

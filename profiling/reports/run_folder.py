@@ -17,7 +17,7 @@ The files (their names are the constants below; the output contract of the READM
 ``plots/*.png``    with ``plots=True``
 =================  ===========================================================================
 
-The folder is written whole or not at all (:func:`~profiling.reports.files.write_folder`).
+The folder is written whole or not at all (:func:`~profiling.reports.write_folder`).
 """
 
 from __future__ import annotations
