@@ -9,11 +9,10 @@ from typing import Any, Iterator, Optional, Union
 
 import torch
 from hydra.core.hydra_config import HydraConfig
-from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from profiling.statistics.aggregate import repeat_table
-from profiling.errors import ProfilingError, add_context
+from profiling.errors import add_context
 from profiling.statistics.noise import noise_line
 from profiling.stages.payload import iter_tensors
 from profiling.reports.files import write_folder
@@ -29,6 +28,8 @@ from .errors import ConfigError
 from .images import image_inputs
 from .inputs import INPUT_KINDS, check_frames
 from .progress import ForwardProgress
+from .registry import create_model
+from .user_values import check_plain_config
 
 __all__ = ["ProfileRun", "run_profile", "resolve_device", "build_model", "make_inputs",
            "prepare"]
@@ -75,10 +76,8 @@ def build_model(model_config: Any, seed: int, device: Optional[torch.device] = N
         try:
             with parameters_on_meta():
                 return _instantiate(model_config, seed)
-        except Exception as error:  # noqa: BLE001  (Hydra wraps the builder's error)
-            cause = error.__cause__ or error
-            if not isinstance(cause, (NotImplementedError, RuntimeError)) or \
-                    "meta" not in str(cause):
+        except (NotImplementedError, RuntimeError) as error:
+            if "meta" not in str(error):
                 raise
     return _instantiate(model_config, seed)
 
@@ -106,16 +105,14 @@ def parameters_on_meta() -> Iterator[None]:
 
 
 def _instantiate(model_config: Any, seed: int) -> torch.nn.Module:
+    """Build with the shipped target, :func:`zoo.create_model`, from plain values that it
+    checks against the builder's types; nothing in a value is ever instantiated."""
+    options = OmegaConf.to_container(model_config, resolve=True) if isinstance(
+        model_config, DictConfig) else dict(model_config)
+    check_plain_config({"model": options}, "in the model's options")
+    options.pop("_target_", None)
     torch.manual_seed(seed)
-    try:
-        return instantiate(model_config)
-    except ProfilingError:
-        raise
-    except Exception as error:  # Hydra wraps the builder's own ProfilingError
-        cause = error.__cause__ or error.__context__
-        if isinstance(cause, ProfilingError):
-            raise cause from None
-        raise
+    return create_model(str(options.pop("name")), **options)
 
 
 def _input_size(cfg: DictConfig, model: torch.nn.Module) -> tuple[int, int]:

@@ -215,9 +215,11 @@ def check_composed(cfg: Any) -> None:
     from omegaconf import OmegaConf
 
     from .options import check_config
+    from .user_values import check_plain_config
 
     plain = OmegaConf.to_container(cfg, resolve=False)
     plain.pop("hydra", None)
+    check_plain_config(plain)
     model = plain.get("model") or {}
     check_config(plain, _model_defaults(model.get("name")))
 
@@ -245,6 +247,14 @@ def check_overrides(overrides: Sequence[str], config_name: str = "profile") -> O
     model or option, a malformed override, a value of the wrong type) into one line saying what
     is accepted.
     """
+    from .user_values import check_override
+
+    try:
+        for override in overrides:
+            if not override.startswith("-"):
+                check_override(override)
+    except ConfigError as error:
+        return str(error)
     plain = [o for o in overrides if not o.startswith("hydra.") and not o.startswith("-")]
     try:
         variants = _variants(plain)

@@ -21,7 +21,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from .errors import ConfigError
 
 __all__ = ["Checker", "Boolean", "Integer", "Number", "Text", "Choice",
-           "ListOf", "Nullable", "AnyOf", "Anything", "MappingOf", "check_value", "check_minimum", "check_config",
+           "ListOf", "Nullable", "AnyOf", "Anything", "Plain", "MappingOf",
+           "NULL_DEFAULT_OPTIONS", "model_option_checker", "check_value", "check_minimum", "check_config",
            "checker_for_default", "checker_for_annotation", "as_checker", "suggest", "SCHEMA", "MAX_SEED"]
 
 #: The largest seed ``torch.manual_seed`` takes as a signed 64-bit value.
@@ -155,22 +156,45 @@ class ListOf(Checker):
                 and all(self.item.ok(v) for v in value))
 
 
+_ADJECTIVES = ("non-empty", "finite")
+
+
 def _plural(accepts: str) -> str:
+    """``a finite number > 0`` -> ``finite numbers > 0``: the first noun takes the plural."""
     for article in ("an ", "a "):
         if accepts.startswith(article):
-            words = accepts[len(article):].split(" ", 1)
-            return words[0] + "s" + (" " + words[1] if len(words) > 1 else "")
+            words = accepts[len(article):].split(" ")
+            noun = next(i for i, w in enumerate(words) if w not in _ADJECTIVES or
+                        i == len(words) - 1)
+            words[noun] += "s"
+            return " ".join(words)
     return accepts
 
 
 @dataclass(frozen=True)
-class MappingOf(Checker):
-    """A mapping with text keys (e.g. more keyword arguments of a library's builder)."""
+class Plain(Checker):
+    """A plain value: null, a boolean, a number, a text, or a list of these (never a mapping,
+    so that nothing inside it can name code to run)."""
 
-    accepts = "a mapping {key: value, ...}"
+    accepts = "a number, a text, true, false, null or a list of these"
 
     def ok(self, value: Any) -> bool:
-        return isinstance(value, Mapping) and all(isinstance(k, str) for k in value)
+        scalar = (type(None), bool, int, float, str)
+        return isinstance(value, scalar) or (
+            isinstance(value, (list, tuple)) and all(isinstance(v, scalar) for v in value))
+
+
+@dataclass(frozen=True)
+class MappingOf(Checker):
+    """A mapping with text keys and plain values (:class:`Plain`; e.g. more keyword arguments
+    of a library's builder)."""
+
+    accepts = "a mapping {key: value, ...} of plain values (numbers, texts, lists of them)"
+
+    def ok(self, value: Any) -> bool:
+        return isinstance(value, Mapping) and all(
+            isinstance(k, str) and not k.startswith("_") and Plain().ok(v)
+            for k, v in value.items())
 
 
 @dataclass(frozen=True)
@@ -201,8 +225,30 @@ class AnyOf(Checker):
         return any(checker.ok(value) for checker in self.checkers)
 
 
+#: The declared kinds of the model options whose default is ``null`` (their YAML default
+#: cannot say it); one name means one kind in every model, and a contract test keeps each
+#: entry as strict as the builders' annotations.
+NULL_DEFAULT_OPTIONS: dict[str, Checker] = {
+    "num_classes": Nullable(Integer(minimum=1)),
+    "arch_options": Nullable(MappingOf()),
+    "img_mean": Nullable(ListOf(Number())),
+    "img_std": Nullable(ListOf(Number(above=0))),
+    "checkpoint": Nullable(Text()),
+    "stage_paths": Nullable(ListOf(Text())),
+}
+
+
+def model_option_checker(name: str, default: Any) -> Checker:
+    """The kind of value the model option ``name`` takes: declared in
+    :data:`NULL_DEFAULT_OPTIONS` when its default is ``null``, else judged from its default."""
+    if default is None:
+        return NULL_DEFAULT_OPTIONS.get(name, Nullable(Plain()))
+    return checker_for_default(default)
+
+
 def checker_for_default(default: Any) -> Checker:
-    """The kind of value an option takes, judged from its default (``null``: any)."""
+    """The kind of value an option takes, judged from its default (``null``: a plain
+    value)."""
     if isinstance(default, bool):
         return Boolean()
     if isinstance(default, int):
@@ -215,7 +261,7 @@ def checker_for_default(default: Any) -> Checker:
         return ListOf(checker_for_default(default[0]))
     if isinstance(default, Mapping):
         return MappingOf()
-    return Anything()
+    return Nullable(Plain())
 
 
 def checker_for_annotation(annotation: Any) -> Checker:
@@ -270,7 +316,7 @@ SCHEMA: dict[str, Checker] = {
     "input.size": Nullable(ListOf(Integer(minimum=1), length=2)),
     "input.batch": Integer(minimum=1),
     "input.pad": Boolean(),
-    "input.images": Anything(),  # null, a path or a list of paths: checked by zoo.images
+    "input.images": Nullable(AnyOf((Text(), ListOf(Text())))),  # files: zoo.images
     "input.frames": Nullable(Integer(minimum=1)),
     "collectors": Nullable(ListOf(Text())),
     "roofline.ceilings": Nullable(Text()),
@@ -320,7 +366,7 @@ def check_config(config: Mapping[str, Any], model_defaults: Optional[Mapping[str
             raise ConfigError(f"unknown option 'model.{key}'{suggest(key, options)}; "
                               f"accepted in model: {', '.join(options)}")
         if not key.startswith("_"):
-            check_value(f"model.{key}", value, checker_for_default(model_defaults[key]))
+            check_value(f"model.{key}", value, model_option_checker(key, model_defaults[key]))
 
 
 def as_checker(rule: Callable[[Any], bool], accepts: str) -> Checker:

@@ -86,7 +86,11 @@ def split_config(device: Any, server: Any, overrides: Sequence[str]):
             raise ConfigError(f"the device and server runs differ in {key} ({first} vs "
                               f"{second}); profile the same model and input on both")
     if runs:
-        return OmegaConf.create(runs[0].config)
+        from .cli import check_composed
+
+        config = OmegaConf.create(runs[0].config)
+        check_composed(config)  # a hand-edited meta.json holds plain values too
+        return config
     problem = check_overrides(list(overrides))
     if problem:
         raise ConfigError(problem)

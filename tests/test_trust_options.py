@@ -1,0 +1,146 @@
+"""No option value runs code (issue 23, section 1): every option has a declared type, an
+instantiation key anywhere in a user's value is refused with exit 2 before any model is built,
+and the model is built from plain values only."""
+
+import json
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+import zoo
+from cli_runner import run_main
+from zoo import split
+from zoo.app import build_model, run_profile
+from zoo.cli import CONFIG_DIR, check_overrides, compose_config
+from zoo.errors import ConfigError
+from zoo.options import NULL_DEFAULT_OPTIONS, Anything, checker_for_annotation, \
+    model_option_checker
+from zoo.profile import main
+from zoo.user_values import check_plain_config
+
+META = ["device=meta", "summary=false", "input.size=[32,32]"]
+
+
+def _opener(target: Path) -> str:
+    """A value that, if instantiated, creates ``target`` (the proof that code ran)."""
+    return f"{{_target_: builtins.open, file: '{target}', mode: w}}"
+
+
+@pytest.mark.parametrize("template", [
+    "model.num_classes={code}",                       # an int-or-null option
+    "model.checkpoint={code}",                        # a path option
+    "model.stage_paths=[layer1,{code}]",              # inside a list
+    "model.arch_options={{depth: {code}}}",           # inside a mapping
+    "model.arch_options={{a: [1, {code}]}}",          # a list inside a mapping
+    "+model.extra={code}",                            # a new key
+    "run.seed={code}",                                # a typed app option
+    "model.arch=resnet18,{code}",                     # one value of a sweep
+])
+def test_a_target_in_any_value_is_refused_and_nothing_runs(template, tmp_path, capsys,
+                                                           monkeypatch):
+    pwned = tmp_path / "pwned"
+    override = template.format(code=_opener(pwned))
+    arguments = ["-m"] if "," in template.split("=", 1)[1] and "[" not in template else []
+    outcome = run_main(main, [*arguments, "model=torchvision", override, *META,
+                              f"hydra.run.dir={tmp_path / 'run'}",
+                              f"hydra.sweep.dir={tmp_path / 'sweep'}"], capsys, monkeypatch)
+    assert outcome.code == 2, outcome
+    assert "_target_" in outcome.line or "is not accepted" in outcome.line
+    assert not pwned.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("model._target_=builtins.print", "'model._target_' is not an option"),
+    ("+model._args_=[1]", "'model._args_' is not an option"),
+    ("+model._partial_=true", "'model._partial_' is not an option"),
+    ("+hydra.callbacks.evil._target_=builtins.print", "is not an option"),
+    ("hydra.job_logging.root.level=DEBUG", "'hydra.job_logging.root.level' is not an option"),
+])
+def test_targets_and_hydra_callables_are_not_options(override, expected):
+    assert expected in check_overrides(["model=torchvision", override])
+
+
+def test_a_target_from_an_experiment_or_a_python_config_is_refused_before_the_build(
+        tmp_path, monkeypatch):
+    built = []
+    monkeypatch.setattr(zoo.app, "create_model", lambda *a, **k: built.append(a))
+    cfg = compose_config(["model=torchvision", *META])
+    OmegaConf.update(cfg, "model._target_", "builtins.print", force_add=True)
+    with pytest.raises(ConfigError, match="model._target_=builtins.print"):
+        run_profile(cfg, tmp_path / "run")
+    cfg = compose_config(["model=torchvision", *META])
+    OmegaConf.update(cfg, "input.extra", {"x": {"_target_": "os.getcwd"}}, force_add=True)
+    with pytest.raises(ConfigError, match="input.extra.x._target_"):
+        run_profile(cfg, tmp_path / "run")
+    with pytest.raises(ConfigError, match="model.arch_options.a._target_"):
+        build_model({"_target_": "zoo.create_model", "name": "torchvision",
+                     "arch_options": {"a": {"_target_": "os.getcwd"}}}, seed=0)
+    assert built == [] and not (tmp_path / "run").exists()
+
+
+def test_a_run_folder_cannot_smuggle_a_target_into_zoo_split(tmp_path, capsys, monkeypatch):
+    run = tmp_path / "run"
+    run_profile(compose_config(["model=torchvision", "model.arch=resnet18", *META]), run)
+    meta = json.loads((run / "meta.json").read_text())
+    meta["config"]["model"]["num_classes"] = {"_target_": "builtins.open", "mode": "w",
+                                              "file": str(tmp_path / "x")}
+    (run / "meta.json").write_text(json.dumps(meta))
+    outcome = run_main(lambda: split.main(["--device-run", str(run), "--server-run", str(run),
+                                           "--out", str(tmp_path / "out")]),
+                       [], capsys, monkeypatch)
+    assert outcome.code == 2 and "model.num_classes._target_" in outcome.line, outcome
+    assert not (tmp_path / "x").exists() and not (tmp_path / "out").exists()
+
+
+def test_check_plain_config_allows_only_the_shipped_model_target():
+    check_plain_config({"model": {"_target_": "zoo.create_model", "name": "swiftnet"}})
+    for bad in ({"model": {"_target_": "os.system"}}, {"run": {"x": [{"_target_": "a"}]}},
+                {"input": {"()": "logging.Handler"}}):
+        with pytest.raises(ConfigError):
+            check_plain_config(bad)
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    (["model=torchvision", "model.num_classes=abc"],
+     "model.num_classes='abc' is not accepted; accepted: null or an integer >= 1"),
+    (["model=torchvision", "model.num_classes=0"], "model.num_classes=0 is not accepted"),
+    (["model=torchvision", "model.stage_paths=5"],
+     "model.stage_paths=5 is not accepted; accepted: null or a non-empty list of non-empty "
+     "texts"),
+    (["model=torchvision", "model.checkpoint=[a,b]"], "model.checkpoint=['a', 'b'] is not"),
+    (["model=torchvision", "model.arch_options={a: {b: 1}}"],
+     "accepted: null or a mapping {key: value, ...} of plain values"),
+    (["model=timm", "model.arch_options=[1]"], "model.arch_options=[1] is not accepted"),
+    (["model=swiftnet", "model.img_mean=1"], "model.img_mean=1 is not accepted"),
+    (["model=swiftnet", "model.img_std=[58,0,57]"],
+     "accepted: null or a non-empty list of finite numbers > 0"),
+    (["model=swiftnet", "model.img_std=[58,-1,57]"], "model.img_std=[58, -1, 57] is not"),
+    (["input.images=5"], "input.images=5 is not accepted"),
+])
+def test_null_default_options_have_declared_types(overrides, expected):
+    assert expected in check_overrides(overrides)
+
+
+def test_every_model_option_has_a_declared_type_as_strict_as_its_builder():
+    import typing
+
+    from zoo.registry import _builder, list_models
+
+    probes = ["x", "", 1, 0, -1, 1.5, True, None, [], [1], ["a"], [0.0], {"a": 1},
+              {"a": {"b": 1}}, {"_target_": "os.system"}, [{"_target_": "os.system"}]]
+    for path in sorted((CONFIG_DIR / "model").glob("*.yaml")):
+        defaults = OmegaConf.to_container(OmegaConf.load(path))
+        hints = typing.get_type_hints(_builder(defaults["name"]))
+        for option, default in defaults.items():
+            if option.startswith("_") or option == "name":
+                continue
+            declared = model_option_checker(option, default)
+            assert not isinstance(declared, Anything), (path.name, option)
+            assert not declared.ok({"_target_": "os.system"}), (path.name, option)
+            if default is None and option in hints:
+                assert option in NULL_DEFAULT_OPTIONS, (path.name, option)
+                builder = checker_for_annotation(hints[option])
+                loose = [p for p in probes if declared.ok(p) and not builder.ok(p)]
+                assert loose == [], (path.name, option, loose)
