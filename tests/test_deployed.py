@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import pandas as pd
 import pytest
 import torch
 from torch.utils._pytree import tree_leaves
@@ -149,14 +150,34 @@ def test_bfloat16_halves_memory_traffic_and_the_torchstat_memory_columns(name):
         assert (full[column] == 2 * layers[column]).all() and full[column].sum() > 0
 
 
+#: Stages whose work depends on the values, not only the shapes: Faster R-CNN's proposal
+#: filtering and its detection post-processing keep as many boxes as the scores let through
+#: (score threshold, NMS), and rounding in the layers before them (bfloat16, or another CPU's
+#: kernels) changes that by a few boxes. Measured on an AMD EPYC: in bfloat16 the detection
+#: post-processing counts 38746 FLOPs instead of 38229 with any kernels, and the proposal
+#: stage 6013881 instead of 6001979 with AVX2 kernels only.
+DATA_DEPENDENT_STAGES = {"faster_rcnn": ("rpn_anchor_generator",
+                                         "roi_heads_postprocess_detections")}
+
+
+def _enclosing_too(stages: pd.DataFrame, names) -> pd.Series:
+    """A mask of the rows of ``stages`` named in ``names`` and of every stage enclosing one
+    (a parent's counts include its children's)."""
+    parents = {stage: parent for stage, parent in zip(stages["stage"], stages["parent"])
+               if isinstance(parent, str) and parent}
+    marked = set(names)
+    for name in names:
+        while name in parents:
+            name = parents[name]
+            marked.add(name)
+    return stages["stage"].isin(marked)
+
+
 @pytest.mark.slow
 def test_counts_do_not_change_with_the_type_or_the_layout(name):
     model, _, reference = _run(name)
     columns = ["stage", "macs", "flops", "activations"]
-    # Faster R-CNN's proposal filtering (a float32 part) keeps as many boxes for NMS as the
-    # scores let through, which rounding in the head before it can change by a few
-    data_dependent = reference.stages["stage"].isin(
-        ["rpn_anchor_generator"] if name == "faster_rcnn" else [])
+    data_dependent = _enclosing_too(reference.stages, DATA_DEPENDENT_STAGES.get(name, ()))
     expected = reference.stages.loc[~data_dependent, columns].fillna(-1)
     assert expected["flops"].sum() > 0
     for extra in ("run.dtype=bfloat16", "run.channels_last=true"):

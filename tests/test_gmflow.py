@@ -21,24 +21,28 @@ REFERENCE_TOLERANCE = 1e-4
 GOLDEN_FILES = {"gmflow": "gmflow_official_64x96.pt",
                 "gmflow_refine": "gmflow_refine_official_64x96.pt"}
 
-# Allowed (max, mean) |flow - golden| in px. Our explicit ("math") path runs the official
-# operations in the official order: on this project's CPU machine its flows equal those of the
-# official code (haofeixu/gmflow @ b5123431) run in the same process, bit for bit, for both
-# models. Both still differ from the golden files, made on another machine: float32 round-off,
-# amplified by random weights. The official code itself, re-run here, misses its own golden
-# files by 5e-4..8e-4 px (gmflow) and 0.05..0.07 px (gmflow_refine, whose local refinement
-# amplifies it most) with 1 or 2 threads; by 6e-4 / 0.11 px with AVX2 kernels instead of
-# AVX-512, 1.6e-3 / 0.11 px with no SIMD kernels and 2.4e-3 / 0.31 px without oneDNN.
-# gmflow is held to the issue's 1e-3 (the fused path, whose summation order differs,
-# measures 9.5e-4); gmflow_refine cannot be, so its bound is the official code's own spread.
-# An implementation error (a missing shift mask, the position encoding not per window,
-# another head count) gives errors of 10 px on average.
-TOLERANCE = {"gmflow": (1e-3, 2e-4), "gmflow_refine": (0.15, 5e-3)}
-# On CUDA (an H100, full float32 convolutions) the official code itself misses its golden files
-# by 4.47e-3 px (mean 2.9e-4) and 0.553 px (mean 0.0101); ours by 4.18e-3 (2.5e-4) and 0.576
-# (0.00998); on an H200, ours by up to 3.2e-4 px on average for gmflow. Both models are held to
-# the official code's own miss, rounded up to cover the GPUs measured.
-CUDA_TOLERANCE = {"gmflow": (5e-3, 5e-4), "gmflow_refine": (0.6, 0.015)}
+# Allowed (max, mean) |flow - golden| in px, on every device. The golden files' random weights
+# make the flow ill-conditioned in float32, so round-off of another machine's kernels moves it
+# far more than any tight bound allows; the bound is the largest miss measured across machines,
+# kernels and thread counts, with a margin. Our explicit ("math") path runs the official
+# operations in the official order and equals the official code run in the same process, bit
+# for bit; what is measured below is the spread of float32 round-off, max (mean), in px:
+#
+#   machine, kernels, threads                  gmflow             gmflow_refine
+#   Intel Xeon, AVX-512, 1-2 (official code)   5e-4..8e-4         0.05..0.07
+#   Intel Xeon, AVX2 / none / no oneDNN (off.) 6e-4 / 1.6e-3 / 2.4e-3   0.11 / 0.11 / 0.31
+#   AMD EPYC, AVX2, 1-2 (ours, both paths)     3.5e-3 (2.8e-4)    0.51 (9.3e-3)
+#   AMD EPYC, AVX2, official code              3.1e-3             0.46
+#   AMD EPYC, no SIMD (default), 1-2 (ours)    6.2e-3 (3.3e-4)    0.21 (6.4e-3)
+#   AMD EPYC, no oneDNN, default / AVX2 (ours) 2.4e-3 / 2.8e-3    0.095 / 0.18
+#   NVIDIA H100, no TF32, official code        4.5e-3 (2.9e-4)    0.55 (0.010)
+#   NVIDIA H100, no TF32, ours                 4.2e-3 (2.5e-4)    0.58 (0.010)
+#   NVIDIA H200, ours                          (3.2e-4)
+#
+# An implementation error (a missing shift mask, the position encoding not per window, another
+# head count) moves the flow by 10 px on average, far above every mean bound. The tight check of
+# equivalence is test_matches_official_reference (well-conditioned weights, 1e-4 px).
+TOLERANCE = {"gmflow": (1e-2, 1e-3), "gmflow_refine": (1.0, 0.02)}
 
 
 def _load_golden(golden, name: str, **options) -> tuple[torch.nn.Module, dict]:
@@ -48,9 +52,9 @@ def _load_golden(golden, name: str, **options) -> tuple[torch.nn.Module, dict]:
     return model, data
 
 
-def _assert_close_flows(name: str, ours: list, theirs: list, device: str = "cpu") -> None:
+def _assert_close_flows(name: str, ours: list, theirs: list) -> None:
     assert len(ours) == len(theirs)
-    max_error, mean_error = (CUDA_TOLERANCE if device == "cuda" else TOLERANCE)[name]
+    max_error, mean_error = TOLERANCE[name]
     for flow, expected in zip(ours, theirs):
         assert flow.shape == expected.shape
         error = (flow - expected).abs()
@@ -93,8 +97,8 @@ def test_matches_official_outputs(golden, monkeypatch, name, impl, device):
     monkeypatch.setattr("zoo.models.gmflow.attention.FUSED_MIN_KEYS_CPU", 0)
     model, data = _load_golden(golden, name, attention_impl=impl)
     flows, bidir = _flows_both_ways(model, data, device)
-    _assert_close_flows(name, flows, data["flow_preds"], device)
-    _assert_close_flows(name, bidir, data["flow_preds_bidir"], device)
+    _assert_close_flows(name, flows, data["flow_preds"])
+    _assert_close_flows(name, bidir, data["flow_preds_bidir"])
     assert bidir[0].shape == (2, 2, 64, 96)
 
 
