@@ -2,15 +2,36 @@
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import Optional, Sequence
 
-__all__ = ["ProfilingError", "mark_stage", "failed_stage", "add_context", "failure_context"]
+__all__ = ["ProfilingError", "MissingExtra", "require_extra", "mark_stage", "failed_stage",
+           "add_context", "failure_context"]
 
 _STAGE_ATTRIBUTE, _CONTEXT_ATTRIBUTE = "profiling_stage", "profiling_context"
 
 
 class ProfilingError(ValueError):
     """Bad input: the message is one line saying what is wrong and what is accepted."""
+
+
+class MissingExtra(ProfilingError):
+    """An optional dependency is not installed: the message names the extra that brings it
+    (the command-line tools exit 2 with this one line)."""
+
+
+def require_extra(module: str, extra: str, purpose: str) -> ModuleType:
+    """Import ``module``, or raise :class:`MissingExtra` naming ``extra`` (of
+    ``pip install 'stagezoo[EXTRA]'``) and what needed it (``purpose``, e.g. ``"plots=true"``).
+
+    The one way every optional dependency (plots, sweeps, zstd, runtimes, report) is asked for.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingExtra(f"{purpose} needs {module}, which is not installed; install it with "
+                           f"pip install 'stagezoo[{extra}]'") from None
 
 
 def mark_stage(error: BaseException, open_stages: Sequence[str]) -> None:

@@ -29,6 +29,13 @@ def golden():
     return load
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _failure_logs_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The failure logs of the tools' tests go to a temporary folder, not the user's
+    ``~/.local/state/stagezoo/logs`` (subprocesses inherit it)."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """``--sweeps``: also run the broad real-compute sweeps (every torchvision builder on the
     CPU, about 15 minutes on 2 cores); CI runs them on the meta device only."""

@@ -5,7 +5,7 @@ How the examples are run:
 
 * ``python`` blocks of one file run in order in one namespace, so a block may use what an
   earlier one made.
-* In ``bash`` blocks, every command starting with ``python -m zoo.`` runs in this process (as
+* In ``bash`` blocks, every command starting with ``python -m zoo.`` (or ``stagezoo``) runs in this process (as
   the shell would run it, through the tool's ``main``) and must exit 0. Profiles run on the
   meta device (``device=...`` becomes ``device=meta``) and ``zoo.split`` gets ``--meta`` when it
   has no run to read, unless the block is marked ``<!-- docs: run as written -->``, for
@@ -70,6 +70,11 @@ def _logical_lines(code: str) -> list[str]:
     return [line.strip() for line in joined.splitlines() if line.strip()]
 
 
+def _as_module(line: str) -> str:
+    """``stagezoo TOOL ...`` as the ``python -m zoo.TOOL ...`` that it runs."""
+    return f"python -m zoo.{line[len('stagezoo '):]}" if line.startswith("stagezoo ") else line
+
+
 def _rewrite(args: list[str], as_written: bool) -> list[str]:
     tool, rest = args[2], args[3:]
     if tool == "zoo.calibrate":
@@ -122,7 +127,7 @@ def _run_file(path: Path, tmp_path: Path, monkeypatch, capsys) -> list[str]:
         if block.language == "python":
             exec(compile(block.code, where, "exec"), namespace)
         elif block.language in ("bash", "sh", "shell"):
-            for line in _logical_lines(block.code):
+            for line in map(_as_module, _logical_lines(block.code)):
                 if line.startswith("python -m zoo."):
                     command = _rewrite(shlex.split(line, comments=True),
                                        block.mark == "run as written")

@@ -12,7 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from profiling.statistics.aggregate import repeat_table
-from profiling.errors import add_context
+from profiling.errors import add_context, require_extra
 from profiling.statistics.noise import noise_line
 from profiling.stages.payload import iter_tensors
 from profiling.reports.files import write_folder
@@ -203,6 +203,8 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     check_run_options(warmup, repeats)  # before the model is built: fail fast
     collectors = _collectors(cfg)
     ceilings = _ceilings(cfg, device)  # a bad ceilings file fails before the profile
+    if cfg.get("plots"):
+        require_extra("matplotlib", "plots", "plots=true")
     deployment = Deployment.from_config(cfg.run)
     deployment.check(device, timed=bool({"cpu_time", "cuda_time"} & set(collectors)),
                      warmup=warmup)

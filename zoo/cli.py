@@ -28,13 +28,24 @@ from profiling.errors import ProfilingError, failed_stage, failure_context
 from .errors import ConfigError
 
 __all__ = ["CONFIG_DIR", "EXIT_BAD_INPUT", "EXIT_FAILURE", "EXIT_INTERRUPTED", "ArgumentParser",
-           "run_tool", "exit_with", "fail", "describe_failure", "log_directory", "config_options",
+           "run_tool", "exit_with", "fail", "describe_failure", "log_directory",
+           "user_log_directory", "config_options",
            "compose_config", "check_overrides"]
 
 EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED = 2, 1, 130
 
+
+
+def _config_dir() -> Path:
+    """The Hydra configs: ``zoo/configs`` in an installed wheel (package data), else the
+    checkout's ``configs/`` beside ``zoo/`` (a clone, or an editable install)."""
+    package = Path(sys.modules[__name__.split(".")[0]].__file__).resolve().parent
+    installed = package / "configs"
+    return installed if installed.is_dir() else package.parent / "configs"
+
+
 #: The Hydra configs of the app.
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+CONFIG_DIR = _config_dir()
 
 _GROUPS = ("model", "device", "input", "experiment")
 _OOM = re.compile(r"out of memory|can't allocate memory|not enough memory", re.IGNORECASE)
@@ -55,10 +66,18 @@ class ArgumentParser(argparse.ArgumentParser):
         raise ConfigError(f"{message} (see {self.prog} --help)")
 
 
+def user_log_directory() -> Path:
+    """The per-user folder of failure logs: ``$XDG_STATE_HOME/stagezoo/logs``, by default
+    ``~/.local/state/stagezoo/logs`` (never the current folder)."""
+    state = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(state) / "stagezoo" / "logs"
+
+
 def log_directory() -> Path:
-    """Where failure logs go: ``$ZOO_LOG_DIR``, else ``results/logs`` under the current folder,
-    else the system's temporary folder (a read-only or full disk still gets a log)."""
-    for candidate in (os.environ.get("ZOO_LOG_DIR"), "results/logs", tempfile.gettempdir()):
+    """Where failure logs go: ``$ZOO_LOG_DIR``, else :func:`user_log_directory`, else the
+    system's temporary folder (a read-only or full disk still gets a log)."""
+    for candidate in (os.environ.get("ZOO_LOG_DIR"), user_log_directory(),
+                      tempfile.gettempdir()):
         if not candidate:
             continue
         try:

@@ -15,9 +15,8 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
-from profiling.errors import ProfilingError
+from profiling.errors import ProfilingError, require_extra
 from profiling.reports.files import write_files
-from profiling.reports.plots import plot_split_latency, render_plots
 from profiling.reports.runs import read_run
 
 from .cli import ArgumentParser, run_tool
@@ -41,6 +40,9 @@ def _ceilings(name: Optional[str], explicit: bool):
 def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[list[Path],
                                                                                 list[str]]:
     """Write the plots of a run or split directory into it; return the paths and notes."""
+    require_extra("matplotlib", "plots", "zoo.plot")
+    from profiling.reports.plots import plot_split_latency, render_plots
+
     if (directory / "latency.csv").is_file():
         latency = pd.read_csv(directory / "latency.csv")
         return write_files(directory, {"split_latency.png": plot_split_latency(latency)}), []

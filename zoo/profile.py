@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from profiling.errors import require_extra
+
 from .cli import CONFIG_DIR, check_overrides, exit_with, fail, hydra_value, run_tool
 from .errors import ConfigError
 from .resolvers import register_resolvers
@@ -21,6 +23,12 @@ from .resolvers import register_resolvers
 __all__ = ["main"]
 
 _HELP = ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c", "--resolve")
+
+#: The Hydra plugin behind each launcher of configs/hydra/launcher (Hydra's own: none).
+_LAUNCHER_PLUGINS = {"local": "hydra_joblib_launcher", "joblib": "hydra_joblib_launcher",
+                     "slurm": "hydra_submitit_launcher",
+                     "submitit_local": "hydra_submitit_launcher",
+                     "submitit_slurm": "hydra_submitit_launcher"}
 
 
 def _remove_if_empty(directory: Path) -> None:
@@ -69,6 +77,14 @@ def _check_output_folders(arguments: Sequence[str]) -> None:
             shutil.rmtree(path)
 
 
+def _check_launcher(arguments: Sequence[str]) -> None:
+    """A launcher whose plugin is missing is one line naming the ``sweeps`` extra."""
+    launcher = hydra_value(arguments, "hydra/launcher")
+    if launcher in _LAUNCHER_PLUGINS:
+        require_extra(f"hydra_plugins.{_LAUNCHER_PLUGINS[launcher]}", "sweeps",
+                      f"hydra/launcher={launcher}")
+
+
 def _check_writable(key: str, path: Path) -> None:
     """Refuse a folder below a file, or on a file system that cannot be written."""
     existing = next(p for p in [path.absolute(), *path.absolute().parents] if p.exists())
@@ -89,6 +105,7 @@ def _main() -> None:
         problem = check_overrides([a for a in arguments if "=" in a and not a.startswith("-")])
         if problem:
             raise ConfigError(problem)
+        _check_launcher(arguments)
         _check_output_folders(arguments)
     from hydra.core.global_hydra import GlobalHydra
 

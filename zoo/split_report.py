@@ -7,6 +7,7 @@ from typing import Any, Optional
 import pandas as pd
 import torch
 
+from profiling.errors import MissingExtra, require_extra
 from profiling.stages.payload import iter_tensors
 from profiling.counting.roofline import Ceilings
 from profiling.split.analysis import analyse_cuts, cut_table
@@ -72,10 +73,12 @@ def best_lines(best: pd.DataFrame) -> list[str]:
 def _plots(analysis, cuts: pd.DataFrame, latency: Optional[pd.DataFrame], title: str
            ) -> tuple[dict[str, bytes], list[str]]:
     try:
-        from profiling.reports.plots import plot_split_latency
-        from profiling.reports.split_plots import plot_split_timeline
-    except ImportError:
-        return {}, ["note: no plots (matplotlib is not installed)"]
+        require_extra("matplotlib", "plots", "the split plots")
+    except MissingExtra as missing:
+        return {}, [f"note: no plots: {missing}"]
+    from profiling.reports.plots import plot_split_latency
+    from profiling.reports.split_plots import plot_split_timeline
+
     files = {"split_timeline.png": plot_split_timeline(analysis.timeline, cuts,
                                                        analysis.stage_spans, title)}
     if latency is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import importlib.metadata
+import os
 import platform
 import shlex
 import socket
@@ -68,8 +69,12 @@ def typed_command() -> str:
     path of the module's file that ``sys.argv[0]`` holds under ``-m``."""
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
-    program = f"python -m {spec.name}" if spec is not None and spec.name else \
-        shlex.quote(sys.argv[0] if sys.argv else "python")
+    first = sys.argv[0] if sys.argv else "python"
+    if spec is not None and spec.name and not spec.name.endswith("__main__"):
+        program = f"python -m {spec.name}"
+    else:  # a console command; one that dispatches to a tool names it: "stagezoo profile"
+        program = " ".join(map(shlex.quote, first.split(" "))) if not os.path.exists(first) \
+            else shlex.quote(first)
     return " ".join([program, *map(shlex.quote, sys.argv[1:])])
 
 

@@ -28,6 +28,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import torch
 
+from ..errors import require_extra
 from ..statistics.aggregate import repeat_table
 from ..stages.payload import device_type_of
 from ..counting.roofline import Ceilings, add_roofline_columns
@@ -65,10 +66,9 @@ def _count_tables(model: Optional[torch.nn.Module], result: ProfileResult
 
 def _plots(result: ProfileResult, ceilings: Optional[Ceilings], dtype: str,
            layers: Any) -> tuple[dict[str, Content], list[str]]:
-    try:
-        from .plots import render_plots
-    except ImportError:
-        return {}, ["no plots: matplotlib is not installed (pip install stagezoo[plots])"]
+    require_extra("matplotlib", "plots", "plots")
+    from .plots import render_plots
+
     return render_plots(result.stages, ceilings, dtype, layers)
 
 

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from .byte_ranges import ByteRanges, ranges_size
-from ..errors import ProfilingError
+from ..errors import ProfilingError, require_extra
 
 __all__ = ["CODECS", "SIZE_ENCODINGS", "encoded_bytes", "check_codecs", "gather",
            "compressed_sizes", "quantise_int8"]
@@ -70,11 +70,10 @@ def check_codecs(codecs: Iterable[str]) -> tuple[str, ...]:
     """``codecs`` as a tuple, each one available; otherwise a one-line error."""
     codecs = tuple(codecs)
     for codec in codecs:
+        if codec == "zstd":
+            require_extra("zstandard", "zstd", "the zstd codec")
         if codec not in CODECS:
-            extra = (" (zstd needs the zstandard package: pip install stagezoo[zstd])"
-                     if codec == "zstd" else "")
-            raise ProfilingError(f"unknown codec '{codec}'{extra}; choose from: "
-                                 f"{', '.join(CODECS)}")
+            raise ProfilingError(f"unknown codec '{codec}'; choose from: {', '.join(CODECS)}")
     return codecs
 
 
