@@ -18,7 +18,7 @@ _EXPORTS = {
     "stage": "stages", "probe": "stages", "StageCall": "stages", "active_session": "stages",
     "is_profiling": "stages", "is_counting": "stages", "Session": "stages",
     "attach_stages": "stages", "walk_payload": "stages",
-    "ProfilingError": "errors",
+    "ProfilingError": "errors", "MissingExtra": "errors", "require_extra": "errors",
     "profile_model": "runner", "ProfileResult": "runner",
     "write_run": "reports",
 }

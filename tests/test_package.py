@@ -105,7 +105,7 @@ def test_a_sweep_launcher_without_its_plugin_names_the_sweeps_extra(tmp_path, ca
 
 
 def test_the_zstd_codec_without_zstandard_names_its_extra(monkeypatch):
-    from profiling.encodings import check_codecs
+    from profiling.split import check_codecs
 
     monkeypatch.setitem(sys.modules, "zstandard", None)
     with pytest.raises(MissingExtra, match=r"stagezoo\[zstd\]"):
