@@ -21,7 +21,8 @@ def _stages(with_counts: bool) -> pd.DataFrame:
     table = pd.DataFrame({
         "stage": ["backbone", "conv", "head"], "kind": "stage", "depth": [0, 1, 0],
         "call_index": 0, "order": [0, 1, 2], "out_bytes": [4_000_000, 4_000_000, 1000],
-        "cpu_time_ms_median": [8.0, 6.0, 1.0], "cpu_time_ms_p10": [7.0, 5.0, 0.9],
+        "cpu_time_ms_median": [8.0, 6.0, 1.0], "cpu_time_ms_mean": [8.1, 6.0, 1.0],
+        "cpu_time_ms_p10": [7.0, 5.0, 0.9],
         "cpu_time_ms_p90": [9.0, 7.0, 1.2], "cpu_mem_peak_mb": [12.0, 8.0, 0.5],
         "cpu_mem_alloc_mb": [4.0, 4.0, 0.001]})
     if with_counts:

@@ -25,8 +25,9 @@ def test_profile_model_rows_statistics_and_output():
     x = torch.ones(4)
     result = profile_model(Two().eval(), (x,), collectors=["payload", "tensor_memory", "cpu_time"],
                            warmup=1, repeats=3)
-    df = result.stages
+    df = result.stages[result.stages.kind == "stage"]
     assert list(zip(df.stage, df.call_index)) == [("a", 0), ("b", 0), ("b", 1)]
+    assert list(result.stages.stage)[-1] == "other"  # the forward outside "a" and "b"
     assert list(df.out_bytes) == [16, 16, 16]
     # "b" allocates its output and frees its input (the previous x) inside the stage
     assert list(df.cpu_mem_alloc_mb) == [16 / 1e6, 0.0, 0.0]

@@ -56,7 +56,7 @@ def test_the_total_row_and_line():
     lines = format_summary(_stages(cpu_time_ms_median=[8.0, 6.0, 1.0, 1.5, 0.1],
                                    flops=[2e9, 1.5e9, 1e8, 1e8, 1.0]), totals=totals).splitlines()
     total = next(line for line in lines if line.startswith("total (whole forward"))
-    assert total.split()[-4:] == ["12.500", "10.00-15.00!", "2.000", "0.004"]
+    assert total.split()[-5:] == ["12.500", "10.00-15.00!", "100.0%", "2.000", "0.004"]
     assert "total: 11,000,000 parameters, 1.000 GMACs, 2.000 GFLOPs, input 0.600 MB, output " \
            "0.004 MB" in lines
 
@@ -67,3 +67,48 @@ def test_a_meta_run_shows_payload_and_flops_only():
     assert lines[2].split() == ["backbone", "1", "2.000", "4.000"]
     assert lines[-2] == "(no timing)"
     assert lines[-1].startswith("(GFLOPs: 1e9 floating-point operations; MB: 1e6 bytes")
+
+
+def _with_other(**extra) -> pd.DataFrame:
+    return pd.DataFrame({
+        "stage": ["stem", "backbone", "backbone.conv", "backbone/other", "head", "head", "neck",
+                  "other"],
+        "kind": ["stage"] * 3 + ["other"] + ["stage"] * 3 + ["other"],
+        "parent": ["", "", "backbone", "backbone", "", "", "", ""],
+        "depth": [0, 0, 1, 1, 0, 0, 0, 0],
+        "out_bytes": [1_000_000, 4_000_000, 2_000_000, 0, 500_000, 500_000, 0, 0],
+        "cpu_time_ms_median": [0.5, 8.0, 6.0, 1.7, 1.0, 1.5, 0.25, 1.9],
+        "flops": [1e8, 2e9, 1.5e9, 5e8, 1e8, 1e8, 0.0, 2e8], **extra})
+
+
+def test_other_rows_make_each_level_add_up_and_the_slowest_are_marked():
+    totals = RunTotals(forward_ms=[13.0, 13.25, 13.5], parameters=1, macs=10 ** 9,
+                       flops=int(2.7e9), in_bytes=1, out_bytes=1)
+    lines = format_summary(_with_other(), totals=totals,
+                           coverage={"time": 0.8, "flops": 2.5e9 / 2.7e9}).splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:10]}
+    # the forward's median 13.25 minus the top-level stages 0.5 + 8 + 2.5 + 0.25 = 2.0
+    assert rows["other"] == ["2.000", "-", "15.1%", "0.200"]
+    # backbone 8.0 minus its conv 6.0 (not the other row's own median 1.7)
+    assert rows["backbone/other"] == ["2.000", "-", "15.1%", "0.500"]
+    assert rows["backbone"][:3] == ["1", "8.000", "-"] and rows["backbone"][3] == "60.4%*"
+    assert rows["head"][3] == "18.9%*" and rows["stem"][3] == "3.8%*"
+    assert rows["neck"][3] == "1.9%"
+    assert "* the 3 slowest top-level stages" in lines
+    assert "coverage: 80% of the time and 93% of the FLOPs in named stages (the rest is the " \
+           "'other' rows)" in lines
+    assert lines[-1].startswith("warning: less than 90% of the forward is in named stages; ")
+    assert max(len(line) for line in lines[:13]) <= 120
+
+
+def test_long_stage_names_keep_their_end():
+    stages = pd.DataFrame({"stage": ["features.encoder.layers.10.block.0",
+                                     "features.encoder.layers.11.block.0"],
+                           "kind": "stage", "parent": "", "depth": [3, 3],
+                           "out_bytes": [1, 1]})
+    lines = format_summary(stages, max_depth=3).splitlines()
+    assert lines[2].split()[0] == "features.encoder.layers.10.block.0"
+    long = pd.DataFrame({"stage": ["a" * 50 + ".10", "a" * 50 + ".11"], "kind": "stage",
+                         "parent": "", "depth": [0, 0], "out_bytes": [1, 1]})
+    labels = [line.split()[0] for line in format_summary(long).splitlines()[2:4]]
+    assert labels[0].endswith("aa.10") and labels[1].endswith("aa.11") and len(labels[0]) == 43

@@ -240,7 +240,8 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     paths = write_folder(run_dir, files, overwrite=bool(cfg.run.get("overwrite", False)))
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
         print(format_summary(result.stages, times=repeat_table(result.timed),
-                             totals=run_totals(result, model, inputs)))
+                             totals=run_totals(result, model, inputs), coverage=result.coverage,
+                             coverage_hint=COVERAGE_HINT))
         for note in notes:
             print(f"note: {note}")
         if result.uncounted:
@@ -250,6 +251,11 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
         if noise_line(result.noise):
             print(noise_line(result.noise))
     return ProfileRun(result, Path(run_dir), paths, notes)
+
+
+#: What the coverage line suggests when too little of the forward is in named stages.
+COVERAGE_HINT = ("name more with model.stage_paths=[a.b,c] or model.stage_depth=N "
+                 "(docs/inputs.md)")
 
 
 def _job_overrides() -> list[str]:

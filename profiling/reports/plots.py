@@ -68,9 +68,10 @@ def _png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def _stage_rows(stages: pd.DataFrame, max_depth: int) -> pd.DataFrame:
-    rows = stages[(stages["kind"] == "stage") & (stages["depth"] <= max_depth)]
-    return rows.sort_values("order")
+def _stage_rows(stages: pd.DataFrame, max_depth: int, other: bool = False) -> pd.DataFrame:
+    kinds = ["stage", "other"] if other else ["stage"]
+    rows = stages[stages["kind"].isin(kinds) & (stages["depth"] <= max_depth)]
+    return rows if other else rows.sort_values("order")
 
 
 def _call_labels(rows: pd.DataFrame) -> list[str]:
@@ -79,35 +80,41 @@ def _call_labels(rows: pd.DataFrame) -> list[str]:
 
 
 def plot_stage_times(stages: pd.DataFrame, max_depth: int = 0) -> Optional[bytes]:
-    """Horizontal bars of each stage's median time, CPU and CUDA side by side.
+    """Horizontal bars of each stage's mean time and of the ``other`` row (grey), CPU and
+    CUDA side by side: means, because they add up, stages and ``other``, to the mean forward.
 
     Stages called several times are summed over their calls; the whiskers span p10 to p90
     for stages called once. ``None`` when the run measured no time.
     """
-    kinds = [(kind, column) for kind, column in _TIMES if f"{column}_median" in stages]
+    kinds = [(kind, column) for kind, column in _TIMES if f"{column}_mean" in stages]
     if not kinds:
         return None
-    rows = _stage_rows(stages, max_depth)
+    rows = _stage_rows(stages, max_depth, other=True)
     grouped = rows.groupby("stage", sort=False)
     names = list(grouped.groups)
+    other = (grouped["kind"].first() != "stage").to_numpy()
     figure = Figure(figsize=(9, 0.6 + 0.38 * len(names) * len(kinds)))
     axes = figure.subplots()
     height = 0.8 / len(kinds)
     positions = np.arange(len(names))
     for i, (kind, column) in enumerate(kinds):
-        median = grouped[f"{column}_median"].sum()
+        mean = grouped[f"{column}_mean"].sum()
         single = grouped.size() == 1
-        low = (median - grouped[f"{column}_p10"].sum()).where(single, 0).clip(lower=0)
-        high = (grouped[f"{column}_p90"].sum() - median).where(single, 0).clip(lower=0)
-        axes.barh(positions + i * height, median.to_numpy(), height=height,
-                  xerr=[low.to_numpy(), high.to_numpy()], label=f"{kind.upper()} (median)",
-                  capsize=2)
+        low = (mean - grouped[f"{column}_p10"].sum()).where(single, 0).clip(lower=0)
+        high = (grouped[f"{column}_p90"].sum() - mean).where(single, 0).clip(lower=0)
+        colours = np.where(other, "0.6", f"C{i}")
+        bars = axes.barh(positions + i * height, mean.to_numpy(), height=height,
+                         xerr=[low.to_numpy(), high.to_numpy()], color=colours,
+                         label=f"{kind.upper()} (mean)", capsize=2)
+        for bar, hatched in zip(bars, other):
+            bar.set_hatch("//" if hatched else "")
     axes.set_yticks(positions + height * (len(kinds) - 1) / 2, names)
     axes.invert_yaxis()
     axes.set_xlabel("time per forward (ms)")
-    _log_if_wide(axes, np.concatenate([grouped[f"{c}_median"].sum().to_numpy()
+    _log_if_wide(axes, np.concatenate([grouped[f"{c}_mean"].sum().to_numpy()
                                        for _, c in kinds]), "x")
-    axes.set_title("Time per stage (whiskers: p10-p90)")
+    axes.set_title("Time per stage; grey: other, outside every stage\n"
+                   "(means: the bars add up to the mean forward; whiskers: p10-p90)")
     _legend_outside(axes)
     axes.grid(axis="x", alpha=0.3)
     return _png(figure)

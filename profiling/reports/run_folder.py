@@ -104,6 +104,8 @@ def run_files(result: ProfileResult, model: Optional[torch.nn.Module] = None, *,
         notes += plot_notes
     device = device_type_of(model, ()) if model is not None else "cpu"
     extra: dict[str, Any] = dict(metadata or {})
+    if result.coverage:
+        extra["coverage"] = result.coverage
     if counted:
         extra.update(uncounted_ops=result.uncounted, totals=result.totals)
         if ceilings is not None:

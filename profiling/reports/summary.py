@@ -17,7 +17,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..statistics.aggregate import first_column, time_column
+from ..statistics.aggregate import first_column, stage_time_sums, time_column
+from ..statistics.coverage import OTHER, coverage_line
 from ..stages.payload import payload_bytes, walk_payload
 from ..statistics.intervals import median_interval
 
@@ -25,6 +26,8 @@ __all__ = ["format_summary", "RunTotals", "run_totals", "WIDE_INTERVAL"]
 
 #: A stage whose interval reaches further than this from its median (relative) is flagged.
 WIDE_INTERVAL = 0.10
+#: How many of the slowest top-level stages the summary marks.
+SLOWEST = 3
 
 
 @dataclass
@@ -58,26 +61,6 @@ def run_totals(result: Any, model: Any, inputs: Any) -> RunTotals:
                      out_bytes=payload_bytes(walk_payload(result.output)))
 
 
-def _stage_times(rows: pd.DataFrame, time: str, times: Optional[pd.DataFrame]) -> pd.DataFrame:
-    """Per stage: ``time_ms`` (median over repeats of the sum over calls) and its interval."""
-    metric = time[:-len("_median")]
-    grouped = rows.groupby("stage", sort=False)
-    if times is None or metric not in times:
-        # without the raw repeats: the medians summed, the interval only for single calls
-        single = grouped.size() == 1
-        return pd.DataFrame({"time_ms": grouped[time].sum(),
-                             "ci_low": grouped[f"{time}_ci95_low"].sum().where(single),
-                             "ci_high": grouped[f"{time}_ci95_high"].sum().where(single)}
-                            if f"{time}_ci95_low" in rows else {"time_ms": grouped[time].sum()})
-    per_repeat = times[times["stage"].isin(rows["stage"].unique())].groupby(
-        ["stage", "repeat"], sort=False)[metric].sum()
-    table = {}
-    for name, values in per_repeat.groupby(level="stage", sort=False):
-        low, high = median_interval(values.to_numpy())
-        table[name] = {"time_ms": float(np.median(values)), "ci_low": low, "ci_high": high}
-    return pd.DataFrame.from_dict(table, orient="index").reindex(list(grouped.groups))
-
-
 def _ms(value: float) -> str:
     """A time with 3 decimals below 10 ms, fewer above (``1071.1``, ``12345``)."""
     digits = 3 if value < 10 else 2 if value < 100 else 1 if value < 1000 else 0
@@ -91,60 +74,128 @@ def _interval(low: float, high: float, median: float) -> str:
     return f"{_ms(low)}-{_ms(high)}" + ("!" if wide else " ")
 
 
+def _displayed(stages: pd.DataFrame, max_depth: int, time: Optional[str],
+               memory: Optional[str], times: Optional[pd.DataFrame]) -> pd.DataFrame:
+    """One row per stage (and ``other`` row) down to ``max_depth``, calls summed."""
+    rows = stages[stages["kind"].isin(["stage", OTHER]) & (stages["depth"] <= max_depth)]
+    grouped = rows.groupby("stage", sort=False)
+    table = pd.DataFrame({"calls": grouped.size(), "depth": grouped["depth"].first(),
+                          "kind": grouped["kind"].first(),
+                          "parent": grouped["parent"].first() if "parent" in rows else "",
+                          "out_mb": grouped["out_bytes"].sum() / 1e6})
+    if time:
+        table = table.join(stage_time_sums(rows, time, times))
+    if "flops" in rows and rows["flops"].notna().any():
+        table["gflops"] = grouped["flops"].sum(min_count=1) / 1e9
+    if memory:
+        table["peak_mb"] = grouped[memory].max()
+    return table
+
+
+def _remainders(table: pd.DataFrame, total_ms: Optional[float]) -> None:
+    """Each ``other`` row's time shown as its parent's (the whole forward's at the top) minus
+    the rows beside it, so that the rows of a level add up to their total in the table:
+    medians do not add up, the ``_mean`` columns of ``stages.csv`` do."""
+    if "time_ms" not in table:
+        return
+    for name, row in table[table["kind"] == OTHER].iterrows():
+        siblings = table[(table["depth"] == row["depth"]) & (table["kind"] == "stage")
+                         & (table["parent"] == row["parent"])]
+        whole = total_ms if row["depth"] == 0 else table["time_ms"].get(row["parent"])
+        if whole is not None and not pd.isna(whole):
+            table.loc[name, ["time_ms", "ci_low", "ci_high"]] = [
+                whole - siblings["time_ms"].sum(), np.nan, np.nan]
+
+
+def _slowest(table: pd.DataFrame, count: int = SLOWEST) -> set:
+    top = table[(table["kind"] == "stage") & (table["depth"] == 0)]
+    return set(top["time_ms"].nlargest(count).index) if "time_ms" in top and len(top) > count \
+        else set()
+
+
 def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 40,
-                   times: Optional[pd.DataFrame] = None, totals: Optional[RunTotals] = None
+                   times: Optional[pd.DataFrame] = None, totals: Optional[RunTotals] = None,
+                   coverage: Optional[dict] = None, coverage_hint: Optional[str] = None
                    ) -> str:
-    """A table of the stages down to ``max_depth``: calls, time and its 95% interval, GFLOPs,
-    output payload and memory peak (each only when measured), a total row, and a footer.
+    """A table of the stages down to ``max_depth``: calls, time and its 95% interval, the
+    share of the whole forward, GFLOPs, output payload and memory peak (each only when
+    measured), the ``other`` rows, a total row, and a footer.
+
+    The rows of one level and their ``other`` row add up to the level's total; the
+    :data:`SLOWEST` slowest top-level stages are marked ``*``.
 
     Args:
         stages: the stage table (``stages.csv``).
         times: the raw repeats (:func:`profiling.statistics.repeat_table`, ``times.csv``), for
             exact intervals of stages called several times.
         totals: the whole forward's figures for the total row (:func:`run_totals`).
+        coverage: the share of the forward in named stages
+            (:attr:`~profiling.runner.ProfileResult.coverage`), for the coverage line.
+        coverage_hint: how to name more stages, said when the coverage is low (by default,
+            the library's ``attach=``).
     """
     time = time_column(stages)
     memory = first_column(stages, "cuda_mem_peak_mb", "cpu_mem_peak_mb")
-    rows = stages[(stages["kind"] == "stage") & (stages["depth"] <= max_depth)]
-    grouped = rows.groupby("stage", sort=False)
-    table = pd.DataFrame({"calls": grouped.size(), "depth": grouped["depth"].first(),
-                          "out_mb": grouped["out_bytes"].sum() / 1e6})
-    if time:
-        table = table.join(_stage_times(rows, time, times))
-    flops = "flops" in rows and rows["flops"].notna().any()
-    if flops:
-        table["gflops"] = grouped["flops"].sum() / 1e9
-    if memory:
-        table["peak_mb"] = grouped[memory].max()
+    table = _displayed(stages, max_depth, time, memory, times)
+    flops = "gflops" in table
+    total_ms = float(np.median(totals.forward_ms)) if totals is not None and len(
+        totals.forward_ms) else None
+    _remainders(table, total_ms)
+    share_of = total_ms if time and total_ms else (
+        totals.flops / 1e9 if flops and totals is not None and totals.flops else None)
+    share_column = "time_ms" if time and total_ms else "gflops"
+    slowest = _slowest(table) if time else set()
     columns = [("calls", "", 6)] + ([("time ms", "sum, med.", 11),
                                      ("95% CI ms", "of the median", 18)]
                                     if time else []) \
+        + ([("share", f"of {'time' if share_column == 'time_ms' else 'FLOPs'}", 10)]
+           if share_of else []) \
         + ([("GFLOPs", "sum", 10)] if flops else []) + [("out MB", "sum", 10)] \
         + ([("peak MB", "max", 10)] if memory else [])
     lines = [f"{'stage':<44}" + "".join(f"{name:>{width}}" for name, _, width in columns),
              f"{'rule (over calls; over repeats)':<44}"
              + "".join(f"{rule:>{width}}" for _, rule, width in columns)]
     for name, row in table.head(max_rows).iterrows():
-        label = ("  " * int(row["depth"]) + str(name))[:43]
-        cells = [f"{int(row['calls']):>6}"]
+        other = row["kind"] == OTHER
+        label = _label(str(name), int(row["depth"]))
+        cells = [f"{'' if other else int(row['calls']):>6}"]
         if time:
             cells += [f"{row['time_ms']:>11.3f}",
                       f"{_interval(row.get('ci_low'), row.get('ci_high'), row['time_ms']):>18}"]
+        if share_of:
+            mark = "*" if name in slowest else " "
+            cells.append(f"{100 * row[share_column] / share_of:>8.1f}%{mark}")
         if flops:
-            cells.append(f"{row['gflops']:>10.3f}")
-        cells.append(f"{row['out_mb']:>10.3f}")
+            cells.append(f"{row['gflops']:>10.3f}" if not pd.isna(row["gflops"])
+                         else f"{'-':>10}")
+        cells.append(f"{'':>10}" if other else f"{row['out_mb']:>10.3f}")
         if memory:
-            cells.append(f"{row['peak_mb']:>10.2f}")
+            cells.append(f"{'':>10}" if other else f"{row['peak_mb']:>10.2f}")
         lines.append(f"{label:<44}" + "".join(cells))
     if len(table) > max_rows:
         lines.append(f"... {len(table) - max_rows} more stages in stages.csv")
     if totals is not None:
-        lines += _total_lines(totals, bool(time), flops, bool(memory))
-    lines += _footer(time, flops, bool(memory), table)
+        lines += _total_lines(totals, bool(time), bool(share_of), flops, bool(memory))
+    lines += _footer(time, flops, bool(memory), table[table["kind"] == "stage"],
+                     bool(slowest), bool(OTHER in set(table["kind"])))
+    line = coverage_line(coverage or {}, *([coverage_hint] if coverage_hint else []))
+    if line:
+        lines += line.splitlines()
     return "\n".join(lines)
 
 
-def _total_lines(totals: RunTotals, time: bool, flops: bool, memory: bool) -> list[str]:
+def _label(name: str, depth: int) -> str:
+    """The indented stage name, shortened in its middle (never at its end, which tells
+    repeated blocks apart) to fit 43 characters."""
+    label = "  " * depth + name
+    if len(label) <= 43:
+        return label
+    keep = 43 - 2 * depth - 3
+    return "  " * depth + name[:keep // 2] + "..." + name[-(keep - keep // 2):]
+
+
+def _total_lines(totals: RunTotals, time: bool, share: bool, flops: bool, memory: bool
+                 ) -> list[str]:
     cells = [f"{'':>6}"]
     if time:
         if len(totals.forward_ms):
@@ -153,6 +204,8 @@ def _total_lines(totals: RunTotals, time: bool, flops: bool, memory: bool) -> li
             cells += [f"{median:>11.3f}", f"{_interval(low, high, median):>18}"]
         else:
             cells += [f"{'-':>11}", f"{'-':>18}"]
+    if share:
+        cells.append(f"{100.0:>8.1f}% ")
     if flops:
         cells.append(f"{totals.flops / 1e9:>10.3f}" if totals.flops is not None else f"{'-':>10}")
     cells.append(f"{totals.out_bytes / 1e6:>10.3f}")
@@ -166,7 +219,8 @@ def _total_lines(totals: RunTotals, time: bool, flops: bool, memory: bool) -> li
             f" MB, output {totals.out_bytes / 1e6:.3f} MB"]
 
 
-def _footer(time: Optional[str], flops: bool, memory: bool, table: pd.DataFrame) -> list[str]:
+def _footer(time: Optional[str], flops: bool, memory: bool, table: pd.DataFrame,
+            slowest: bool = False, other: bool = False) -> list[str]:
     note = (f"time: {time.split('_time')[0].upper()} time summed over a stage's calls, median "
             f"over the repeats" if time else "no timing")
     wide = 0
@@ -179,6 +233,11 @@ def _footer(time: Optional[str], flops: bool, memory: bool, table: pd.DataFrame)
                            else "") + ")"]
     if flagged:
         lines.append(flagged.rstrip("; "))
+    if slowest:
+        lines.append(f"* the {SLOWEST} slowest top-level stages")
+    if other:
+        lines.append("(other: what no stage below the same parent covers, its time the parent's "
+                     "minus the rows beside it; stages.csv's _mean columns add up exactly)")
     lines.append("(" + ("GFLOPs: 1e9 floating-point operations; " if flops else "")
                  + "MB: 1e6 bytes; out: output payload"
                  + ("; peak: largest memory peak above a call's start" if memory else "") + ")")

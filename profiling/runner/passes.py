@@ -9,9 +9,10 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 import pandas as pd
 import torch
 
-from ..statistics.aggregate import aggregate_stages
+from ..statistics.aggregate import aggregate_stages, repeat_table
 from ..stages.attach import attach_stages
 from ..collectors import PASSES, Collector, make_collectors
+from ..statistics.coverage import stage_coverage, with_other_calls
 from ..errors import ProfilingError
 from ..stages.guards import (BufferGuard, InputGuard, check_collector_devices,
                             check_collectors_argument, check_mode)
@@ -32,10 +33,13 @@ class ProfileResult:
         calls: the stage calls of the reference forward (the first untimed pass, else the first
             timed forward), with payload and the metrics of every untimed pass merged in.
         events: ``(kind, call)`` in the order they happened in that forward (for logs).
-        timed: the stage calls of each timed forward.
+        timed: the stage calls of each timed forward, with its ``other`` pseudo calls
+            (:mod:`profiling.statistics.coverage`).
         forward_ms: host wall time of each timed forward (after a CUDA synchronize), in ms.
         stages: one row per stage call with every metric aggregated (see
-            :func:`~profiling.statistics.aggregate_stages`).
+            :func:`~profiling.statistics.aggregate_stages`), and the ``other`` rows (kind
+            ``"other"``: what falls outside the stages at each depth,
+            :mod:`profiling.statistics.coverage`).
         output: what the model returned in its first timed forward, else in the analysis pass:
             forwards whose operators are not counted, so exactly what the plain model returns.
         collectors: the collector objects used, by name (e.g. the op counter's uncounted ops).
@@ -60,6 +64,13 @@ class ProfileResult:
         when operations were not counted."""
         counter = self.collectors.get("op_counts")
         return counter.total.as_dict() if counter is not None else None
+
+    @property
+    def coverage(self) -> dict[str, float]:
+        """The share of the forward's ``time`` and ``flops`` inside named top-level stages
+        (:func:`profiling.statistics.coverage.stage_coverage`), each only when measured."""
+        return stage_coverage(self.stages, self.forward_ms, self.totals,
+                              repeat_table(self.timed))
 
     @property
     def uncounted(self) -> dict[str, int]:
@@ -258,7 +269,12 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
         input_guard.restore()
     notes = ["the model changes its inputs in place; every pass was given the original "
              "values"] if input_guard.mutated else []
+    counter = next((c for c in used if c.name == "op_counts"), None)
+    timers = [metric for collector in timing for metric in collector.metrics]
+    timed_forwards = [with_other_calls(forward, {metric: ms for metric in timers})
+                      for forward, ms in zip(timed_forwards, forward_ms)]
+    reference = with_other_calls(calls, counter.total.as_dict() if counter is not None else {})
     return ProfileResult(
         calls=calls, events=events, timed=timed_forwards, forward_ms=forward_ms,
-        stages=aggregate_stages(calls, timed_forwards), output=output,
+        stages=aggregate_stages(reference, timed_forwards), output=output,
         collectors={c.name: c for c in used}, notes=notes, noise=noise)

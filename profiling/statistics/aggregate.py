@@ -12,7 +12,7 @@ from ..stages.markers import StageCall
 from .intervals import median_interval
 
 __all__ = ["aggregate_stages", "repeat_table", "STATISTICS", "shapes_text", "first_column",
-           "time_column"]
+           "time_column", "stage_time_sums"]
 
 #: The statistics of each repeated metric, as column suffixes. ``median_ci95_low`` and
 #: ``median_ci95_high`` bound the order-statistics 95% interval of the median
@@ -90,3 +90,26 @@ def repeat_table(timed: Sequence[Sequence[StageCall]]) -> pd.DataFrame:
              **call.metrics} for repeat, forward in enumerate(timed) for call in forward
             if call.metrics]
     return pd.DataFrame(rows, columns=None if rows else ["stage", "call_index", "repeat"])
+
+
+def stage_time_sums(rows: pd.DataFrame, time: str, times: Optional[pd.DataFrame]
+                    ) -> pd.DataFrame:
+    """Per stage name of ``rows``: ``time_ms``, the median over the repeats of the ``time``
+    column's metric summed over the stage's calls (from the raw repeats ``times``; without
+    them, the calls' medians summed), and its interval ``ci_low``, ``ci_high``."""
+    metric = time[:-len("_median")]
+    grouped = rows.groupby("stage", sort=False)
+    if times is None or metric not in times:
+        # without the raw repeats: the medians summed, the interval only for single calls
+        single = grouped.size() == 1
+        return pd.DataFrame({"time_ms": grouped[time].sum(),
+                             "ci_low": grouped[f"{time}_ci95_low"].sum().where(single),
+                             "ci_high": grouped[f"{time}_ci95_high"].sum().where(single)}
+                            if f"{time}_ci95_low" in rows else {"time_ms": grouped[time].sum()})
+    per_repeat = times[times["stage"].isin(rows["stage"].unique())].groupby(
+        ["stage", "repeat"], sort=False)[metric].sum()
+    table = {}
+    for name, values in per_repeat.groupby(level="stage", sort=False):
+        low, high = median_interval(values.to_numpy())
+        table[name] = {"time_ms": float(np.median(values)), "ci_low": low, "ci_high": high}
+    return pd.DataFrame.from_dict(table, orient="index").reindex(list(grouped.groups))
