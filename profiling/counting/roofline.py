@@ -61,7 +61,7 @@ from ..statistics.aggregate import time_column as default_time_column
 from ..errors import ProfilingError
 
 __all__ = ["Ceilings", "PRESETS", "attainable_flops", "bound", "ceilings", "ceilings_for_device",
-           "load_ceilings", "roofline_seconds",
+           "load_ceilings", "roofline_seconds", "stage_points",
            "save_ceilings", "add_roofline_columns"]
 
 TERA = 1e12
@@ -222,6 +222,16 @@ def bound(intensity: float, device: Ceilings, dtype: str = "float32") -> str:
     if intensity is None or (isinstance(intensity, float) and math.isnan(intensity)):
         return ""
     return "compute" if intensity >= device.ridge_point(dtype) else "memory"
+
+
+def stage_points(stages: pd.DataFrame, time_column: str) -> tuple[pd.Series, pd.Series]:
+    """Where each stage row sits on the roofline: its arithmetic intensity (FLOP per byte read
+    or written) and its achieved FLOP/s over ``time_column`` (ms); NaN where a stage moves no
+    bytes or took no time."""
+    traffic = (stages["bytes_read"] + stages["bytes_written"]).astype(float)
+    flops = stages["flops"].astype(float)
+    seconds = stages[time_column].astype(float) / 1e3
+    return flops / traffic.where(traffic > 0), flops / seconds.where(seconds > 0)
 
 
 def add_roofline_columns(stages: pd.DataFrame, device: Ceilings, dtype: str = "float32",

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..counting.roofline import stage_points
 from ..statistics.aggregate import time_column
 
 if TYPE_CHECKING:
@@ -199,9 +200,7 @@ def plot_roofline(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
     if time is None or any(c not in stages for c in ("flops", "bytes_read", "bytes_written")):
         return None
     rows = _stage_rows(stages, max_depth)
-    traffic = (rows["bytes_read"] + rows["bytes_written"]).astype(float)
-    intensity = rows["flops"].astype(float) / traffic.where(traffic > 0)
-    achieved = rows["flops"].astype(float) / (rows[time].astype(float) / 1e3)
+    intensity, achieved = stage_points(rows, time)
     keep = (intensity > 0) & (achieved > 0) & intensity.notna() & np.isfinite(achieved)
     if not keep.any():
         return None

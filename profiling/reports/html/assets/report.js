@@ -1,0 +1,190 @@
+/* The script of a stagezoo report page: draws the charts of the page's data with plotly.js,
+   links them (hovering or clicking a stage highlights it in every chart and in the table),
+   sorts and filters the tables, and draws the sweep's metric-against-option chart.
+   Errors are listed at the foot of the page and counted in <body data-errors>. */
+(function () {
+  "use strict";
+  const body = document.body;
+  let errorCount = 0;
+  function reportError(text) {
+    errorCount += 1;
+    body.dataset.errors = String(errorCount);
+    const box = document.getElementById("report-errors");
+    if (box) {
+      box.hidden = false;
+      const line = document.createElement("p");
+      line.textContent = "script error: " + text;
+      box.appendChild(line);
+    }
+  }
+  window.addEventListener("error", (event) => reportError(event.message));
+  window.addEventListener("unhandledrejection", (event) => reportError(String(event.reason)));
+
+  const data = JSON.parse(document.getElementById("report-data").textContent);
+  const plotConfig = { displaylogo: false, responsive: true };
+  const charts = [];
+
+  function keysOf(trace) {
+    if (!trace.customdata) return null;
+    return Array.from(trace.customdata, (c) => (Array.isArray(c) ? c[0] : c));
+  }
+
+  /* The key of the stage now highlighted: pinned by a click, shown while hovering. */
+  let pinned = null;
+  let shown = null;
+
+  function highlightChart(gd, key) {
+    gd.data.forEach((trace, index) => {
+      const keys = keysOf(trace);
+      if (!keys) return;
+      if (trace.type === "icicle" || trace.type === "treemap" || trace.type === "sunburst") {
+        Plotly.restyle(gd, {
+          "marker.line.width": [keys.map((k) => (k === key ? 4 : 1))],
+          "marker.line.color": [keys.map((k) => (k === key ? "#111" : "#fff"))],
+        }, [index]);
+      } else {
+        const chosen = [];
+        keys.forEach((k, i) => { if (k === key) chosen.push(i); });
+        Plotly.restyle(gd, { selectedpoints: [key === null ? null : chosen] }, [index]);
+      }
+    });
+  }
+
+  function highlight(key, source) {
+    if (key === shown && source === undefined) return;
+    shown = key;
+    charts.forEach((gd) => { if (gd !== source) highlightChart(gd, key); });
+    document.querySelectorAll("tr[data-key]").forEach((row) => {
+      row.classList.toggle("highlight", key !== null && row.dataset.key === key);
+    });
+    const label = document.getElementById("highlighted");
+    if (label) label.textContent = key === null ? "none (hover or click a stage)" :
+      key.replace(/#0$/, "").replace(/#(\d+)$/, "[$1]");
+  }
+
+  function pointKey(event) {
+    const point = event.points && event.points[0];
+    if (!point) return null;
+    const c = point.customdata;
+    return Array.isArray(c) ? c[0] : (c === undefined ? null : c);
+  }
+
+  function link(gd) {
+    gd.on("plotly_hover", (event) => {
+      const key = pointKey(event);
+      if (key !== null) highlight(key, gd);
+    });
+    gd.on("plotly_unhover", () => highlight(pinned, gd));
+    gd.on("plotly_click", (event) => {
+      const key = pointKey(event);
+      pinned = key === pinned ? null : key;
+      shown = undefined;
+      highlight(pinned);
+    });
+  }
+
+  function drawCharts() {
+    const drawing = Object.entries(data.charts || {}).map(([id, figure]) => {
+      const gd = document.getElementById(id);
+      if (!gd) return Promise.resolve();
+      return Plotly.newPlot(gd, figure.data, figure.layout || {}, plotConfig).then(() => {
+        charts.push(gd);
+        link(gd);
+      });
+    });
+    return Promise.all(drawing);
+  }
+
+  function cellValue(cell) {
+    const raw = cell.dataset.value;
+    if (raw !== undefined && raw !== "") {
+      const number = Number(raw);
+      if (!Number.isNaN(number)) return number;
+    }
+    return cell.textContent.trim().toLowerCase();
+  }
+
+  function sortTable(table, column, header) {
+    const descending = header.dataset.sort !== "descending";
+    table.querySelectorAll("th").forEach((th) => { delete th.dataset.sort; });
+    header.dataset.sort = descending ? "descending" : "ascending";
+    const tbody = table.tBodies[0];
+    const rows = Array.from(tbody.rows);
+    rows.sort((a, b) => {
+      const x = cellValue(a.cells[column]);
+      const y = cellValue(b.cells[column]);
+      const missing = (v) => v === "-" || v === "";
+      if (missing(x) !== missing(y)) return missing(x) ? 1 : -1;
+      const order = typeof x === "number" && typeof y === "number" ? x - y :
+        String(x).localeCompare(String(y), undefined, { numeric: true });
+      return descending ? -order : order;
+    });
+    rows.forEach((row) => tbody.appendChild(row));
+  }
+
+  function filterTable(table, text, depth) {
+    const needle = text.trim().toLowerCase();
+    Array.from(table.tBodies[0].rows).forEach((row) => {
+      const name = (row.dataset.name || row.textContent).toLowerCase();
+      const deepEnough = depth === "" || Number(row.dataset.depth || 0) <= Number(depth);
+      row.hidden = !(name.includes(needle) && deepEnough);
+    });
+  }
+
+  function setUpTables() {
+    document.querySelectorAll("table.sortable").forEach((table) => {
+      table.querySelectorAll("thead th").forEach((header, column) => {
+        header.addEventListener("click", () => sortTable(table, column, header));
+      });
+      const controls = document.querySelectorAll(`[data-filters="${table.id}"]`);
+      const update = () => {
+        const text = document.querySelector(`input[data-filters="${table.id}"]`);
+        const depth = document.querySelector(`select[data-filters="${table.id}"]`);
+        filterTable(table, text ? text.value : "", depth ? depth.value : "");
+      };
+      controls.forEach((control) => control.addEventListener("input", update));
+      table.querySelectorAll("tr[data-key]").forEach((row) => {
+        row.addEventListener("mouseenter", () => highlight(row.dataset.key));
+        row.addEventListener("mouseleave", () => highlight(pinned));
+        row.addEventListener("click", () => {
+          pinned = row.dataset.key === pinned ? null : row.dataset.key;
+          shown = undefined;
+          highlight(pinned);
+        });
+      });
+    });
+  }
+
+  /* The sweep page: any metric of the jobs against any swept option. */
+  function drawSweepPicker() {
+    const spec = data.sweep_plot;
+    const gd = document.getElementById("sweep-metric");
+    if (!spec || !gd) return Promise.resolve();
+    const xSelect = document.getElementById("sweep-x");
+    const ySelect = document.getElementById("sweep-y");
+    const draw = () => {
+      const x = xSelect.value;
+      const y = ySelect.value;
+      const rows = spec.rows.filter((row) => row[y] !== null && row[y] !== undefined);
+      const trace = {
+        type: "scatter", mode: "markers+text", x: rows.map((r) => String(r[x])),
+        y: rows.map((r) => r[y]), text: rows.map((r) => r.job), textposition: "top center",
+        customdata: rows.map((r) => r.job), marker: { size: 10 },
+        hovertemplate: "%{text}<br>" + x + " = %{x}<br>" + y + " = %{y}<extra></extra>",
+      };
+      const layout = {
+        margin: { t: 30, l: 70, r: 20, b: 60 }, xaxis: { title: { text: x }, type: "category" },
+        yaxis: { title: { text: y }, rangemode: "tozero" }, title: { text: y + " against " + x },
+      };
+      return Plotly.react(gd, [trace], layout, plotConfig);
+    };
+    xSelect.addEventListener("change", draw);
+    ySelect.addEventListener("change", draw);
+    return draw();
+  }
+
+  setUpTables();
+  Promise.all([drawCharts(), drawSweepPicker()]).then(() => {
+    body.dataset.chartsDrawn = String(document.querySelectorAll(".js-plotly-plot").length);
+  }).catch((error) => reportError(String(error)));
+})();

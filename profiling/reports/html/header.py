@@ -1,0 +1,91 @@
+"""The facts at the top of a page: what ran, where, and how far its timings can be trusted."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from ...statistics.noise import unreliable_reasons
+from ..compare import config_differences
+from ..runs import RunRecord, forward_median
+from .formatting import significant
+
+__all__ = ["model_name", "option_changes", "noise_verdict", "run_facts", "IGNORED_OPTIONS"]
+
+#: Config keys that change what a run writes or prints, not what it measures.
+IGNORED_OPTIONS = ("hydra", "summary", "plots", "trace", "report", "run.overwrite",
+                   "device.collectors")
+
+
+def model_name(config: Mapping[str, Any]) -> str:
+    """``name`` of the config's model, with its ``arch`` for torchvision and timm models."""
+    model = config.get("model") or {}
+    arch = model.get("arch")
+    return f"{model.get('name', '?')} ({arch})" if arch else str(model.get("name", "?"))
+
+
+def option_changes(record: RunRecord, defaults: Optional[Mapping[str, Any]] = None
+                   ) -> list[str]:
+    """``key=value`` for each option of the run that differs from ``defaults`` (the default
+    config of its model); without defaults, the overrides the run was started with."""
+    if defaults is not None:
+        changes = {key: second for key, (first, second)
+                   in config_differences(defaults, record.config).items()}
+    else:
+        changes = dict(record.overrides)
+    return [f"{key}={value}" for key, value in changes.items()
+            if not key.startswith(IGNORED_OPTIONS) and not key.endswith("_target_")]
+
+
+def noise_verdict(meta: Mapping[str, Any]) -> str:
+    """``reliable`` or ``UNRELIABLE`` with the reasons and the forward's spread, or why there
+    is no verdict."""
+    noise = meta.get("noise") or {}
+    if not noise:
+        return "not timed" if not meta.get("forward_ms") else "not recorded (an older run)"
+    reasons = unreliable_reasons(noise)
+    cv = noise.get("forward_cv")
+    spread = f"forward CV {cv:.1%}, " if cv is not None else ""
+    load = (noise.get("load_average_before") or [None])[0]
+    detail = f"{spread}load {load} on {noise.get('cores')} cores, {noise.get('repeats')} repeats"
+    if reasons:
+        return f"UNRELIABLE: {'; '.join(reasons)} ({detail})"
+    return f"reliable ({detail})"
+
+
+def _forward(meta: Mapping[str, Any]) -> str:
+    median = forward_median(meta)
+    if median is None:
+        return "not timed"
+    interval = (meta.get("noise") or {}).get("forward_median_ci95_ms")
+    text = f"{significant(median)} ms median"
+    if interval:
+        text += f" (95% CI {significant(interval[0])}-{significant(interval[1])} ms)"
+    return text
+
+
+def run_facts(record: RunRecord, defaults: Optional[Mapping[str, Any]] = None
+              ) -> list[tuple[str, str]]:
+    """The header of a run: model, options, device, dtype, torch, noise, forward, ..."""
+    meta, config = record.meta, record.config
+    run = config.get("run") or {}
+    deployment = [str(run.get("dtype", "float32"))] + [
+        name for name in ("autocast", "channels_last", "compile") if run.get(name)]
+    size = (config.get("input") or {}).get("size")
+    batch = (config.get("input") or {}).get("batch")
+    changes = option_changes(record, defaults)
+    facts = [("model", model_name(config)),
+             ("options (not default)", ", ".join(changes) if changes else "none"),
+             ("device", " / ".join(str(v) for v in (meta.get("device"), meta.get("device_name"))
+                                   if v)),
+             ("dtype", " + ".join(deployment)),
+             ("torch", str((meta.get("versions") or {}).get("torch", "?"))),
+             ("noise", noise_verdict(meta)),
+             ("forward", _forward(meta))]
+    if size is not None or batch is not None:
+        facts.append(("input", f"batch {batch}, size {size}"))
+    if meta.get("parameters") is not None:
+        facts.append(("parameters", f"{int(meta['parameters']):,}"))
+    facts += [(label, str(meta[key])) for label, key in
+              (("host", "host"), ("time", "time"), ("git commit", "git_commit"))
+              if meta.get(key)]
+    return facts

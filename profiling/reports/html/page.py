@@ -1,0 +1,113 @@
+"""The one self-contained HTML file every report is: plotly.js, the page's data and its script
+inlined, nothing loaded from the network, so the page opens from disk or an e-mail attachment.
+
+A page is a header (a title and ``label: value`` facts) and sections, each a heading, a note
+and HTML (charts are ``<div class="chart" id=...>`` placeholders that ``assets/report.js``
+draws from the figures in the page's data).
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Mapping, Optional, Sequence
+
+from ...errors import ProfilingError
+
+__all__ = ["Page", "Section", "chart_placeholder", "escape", "plotly_js", "to_json"]
+
+_INSTALL = "pip install 'stagezoo[report]' (or pip install plotly)"
+
+
+def escape(text: Any) -> str:
+    """``text`` as HTML text (quotes escaped too, so it may stand in an attribute)."""
+    return html.escape(str(text), quote=True)
+
+
+def _plotly() -> Any:
+    try:
+        import plotly
+    except ImportError:
+        raise ProfilingError(f"the HTML report needs plotly: {_INSTALL}") from None
+    return plotly
+
+
+def plotly_js() -> str:
+    """The plotly.js bundle that the installed ``plotly`` package ships (minified, ~5 MB)."""
+    _plotly()
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def to_json(data: Any) -> str:
+    """``data`` (dicts, lists, numpy arrays, plotly figures) as JSON that is safe inside a
+    ``<script>`` element."""
+    _plotly()
+    from plotly.io.json import to_json_plotly
+
+    return to_json_plotly(data).replace("</", "<\\/")
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def chart_placeholder(chart_id: str, height: Optional[int] = None) -> str:
+    """The element a chart of the page's data (``charts``, by ``id``) is drawn into."""
+    style = f' style="height:{int(height)}px"' if height else ""
+    return f'<div class="chart" id="{escape(chart_id)}"{style}></div>'
+
+
+@dataclass
+class Section:
+    """One part of a page: a heading, a note under it (plain text) and its HTML body."""
+
+    title: str
+    body: str
+    note: str = ""
+    anchor: str = ""
+
+    def render(self) -> str:
+        """The section's HTML."""
+        anchor = f' id="section-{escape(self.anchor)}"' if self.anchor else ""
+        note = f'<p class="note">{escape(self.note)}</p>' if self.note else ""
+        return f"<section{anchor}><h2>{escape(self.title)}</h2>{note}{self.body}</section>"
+
+
+@dataclass
+class Page:
+    """A report page: its kind (``run``, ``comparison``, ``sweep``), title, facts for the
+    header, sections, the figures of its charts (``{id: plotly figure}``) and more data for
+    its script."""
+
+    kind: str
+    title: str
+    facts: Sequence[tuple[str, str]] = ()
+    sections: list[Section] = field(default_factory=list)
+    charts: dict[str, Any] = field(default_factory=dict)
+    data: Mapping[str, Any] = field(default_factory=dict)
+    warnings: Sequence[str] = ()
+
+    def _header(self) -> str:
+        facts = "".join(f"<dt>{escape(label)}</dt><dd>{escape(value)}</dd>"
+                        for label, value in self.facts)
+        warnings = "".join(f'<p class="warning">{escape(w)}</p>' for w in self.warnings)
+        return (f'<header><h1>{escape(self.title)}</h1><dl class="facts">{facts}</dl>'
+                f"{warnings}</header>")
+
+    def render(self) -> str:
+        """The whole page, one string of HTML."""
+        charts = {key: (figure.to_plotly_json() if hasattr(figure, "to_plotly_json")
+                        else figure) for key, figure in self.charts.items()}
+        payload = to_json({"kind": self.kind, "charts": charts, **self.data})
+        body = "".join(section.render() for section in self.sections)
+        return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+                f"<title>{escape(self.title)}</title><style>{_asset('report.css')}</style>"
+                f"</head><body data-page=\"{escape(self.kind)}\">{self._header()}<main>{body}"
+                "</main><div id=\"report-errors\" hidden></div>"
+                f"<script>{plotly_js()}</script>"
+                f"<script type=\"application/json\" id=\"report-data\">{payload}</script>"
+                f"<script>{_asset('report.js')}</script></body></html>\n")

@@ -1,0 +1,185 @@
+"""The charts of a run's page, as plotly figures: the stage icicle, the payload along the
+forward and the roofline. Every point carries its stage call's key (``customdata``), by which
+the page's script highlights a stage in every chart at once."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from ...statistics.aggregate import first_column, time_column
+from ...counting.roofline import Ceilings, attainable_flops, stage_points
+from .formatting import significant, stage_label
+from .stage_tree import ROOT, exclusive_values, parent_keys, stage_calls
+
+__all__ = ["icicle_metrics", "icicle_figure", "payload_figure", "roofline_figure",
+           "memory_column"]
+
+#: An axis whose positive values span more than this ratio is drawn logarithmic.
+_LOG_SPAN = 100.0
+
+
+def _go() -> Any:
+    import plotly.graph_objects as go
+
+    return go
+
+
+def memory_column(stages: pd.DataFrame) -> Optional[str]:
+    """The memory peak to show: the CUDA allocator's where measured, else the CPU tensors'."""
+    return first_column(stages, "cuda_mem_peak_mb", "cpu_mem_peak_mb")
+
+
+def icicle_metrics(stages: pd.DataFrame, forward_ms: Optional[float],
+                   total_flops: Optional[float]) -> list[tuple[str, str, str, Optional[float]]]:
+    """The metrics the icicle can be sized by, those the run has: ``(label, column, unit,
+    the whole forward's value or None)``; time first."""
+    time, memory = time_column(stages), memory_column(stages)
+    candidates = [("time", time, "ms", forward_ms), ("FLOPs", "flops", "FLOP", total_flops),
+                  ("payload bytes", "out_bytes", "bytes", None),
+                  ("memory peak", memory, "MB", None)]
+    return [(label, column, unit, total) for label, column, unit, total in candidates
+            if column is not None and column in stages
+            and pd.to_numeric(stages[column], errors="coerce").fillna(0).gt(0).any()]
+
+
+def _hover(labels: list[str], values: pd.Series, unit: str, total: float) -> list[str]:
+    return [f"<b>{label}</b><br>{significant(value)} {unit}"
+            + (f" ({100 * value / total:.1f}% of the forward)" if total > 0 else "")
+            for label, value in zip(labels, pd.to_numeric(values, errors="coerce").fillna(0))]
+
+
+def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
+                  total_flops: Optional[float] = None) -> Optional[Any]:
+    """An icicle of the stage calls under the whole forward, sized by time (buttons switch to
+    FLOPs, payload bytes and memory); ``None`` when the run has none of these.
+
+    Time and FLOPs add up: a block is as wide as the call, and the forward's own part is what
+    ran outside every stage. Payload and memory peaks do not add up: a parent is drawn at
+    least as wide as its children together.
+    """
+    metrics = icicle_metrics(stages, forward_ms, total_flops)
+    if not metrics:
+        return None
+    calls = stage_calls(stages)
+    parents = parent_keys(calls)
+    labels = [stage_label(s, c) for s, c in zip(calls["stage"], calls["call_index"])]
+    versions = []
+    for label, column, unit, total in metrics:
+        values = pd.to_numeric(calls[column], errors="coerce").fillna(0.0)
+        top = float(values[calls["depth"] == 0].sum())
+        whole = total if total is not None and total >= top else top
+        own, root = exclusive_values(calls, parents, values, whole if total else None)
+        outside = f"<br>outside every stage: {significant(root)} {unit}" if total else ""
+        hover = [f"<b>forward</b><br>{significant(whole)} {unit}{outside}",
+                 *_hover(labels, values, unit, whole)]
+        versions.append((label, [root, *own], hover))
+    go = _go()
+    figure = go.Figure(go.Icicle(
+        ids=[ROOT, *calls["key"]], labels=["forward", *labels], parents=["", *parents],
+        values=versions[0][1], branchvalues="remainder", customdata=[ROOT, *calls["key"]],
+        hovertext=versions[0][2], hovertemplate="%{hovertext}<extra></extra>",
+        marker={"line": {"width": 1, "color": "#fff"}}, tiling={"orientation": "v"},
+        maxdepth=-1, sort=False))
+    buttons = [{"label": label, "method": "restyle",
+                "args": [{"values": [values], "hovertext": [hover]}]}
+               for label, values, hover in versions]
+    figure.update_layout(
+        margin={"t": 40, "l": 10, "r": 10, "b": 10}, height=460,
+        updatemenus=[{"type": "buttons", "direction": "right", "buttons": buttons,
+                      "x": 0, "y": 1.1, "xanchor": "left", "yanchor": "top",
+                      "showactive": True}])
+    return figure
+
+
+def _log_if_wide(values: np.ndarray) -> str:
+    positive = values[np.isfinite(values) & (values > 0)]
+    wide = len(positive) > 1 and positive.max() / positive.min() > _LOG_SPAN
+    return "log" if wide else "linear"
+
+
+def payload_figure(stages: pd.DataFrame) -> Any:
+    """The output payload of every stage call in forward order (colour: nesting depth), the
+    bytes alive across each cut when the liveness collector ran, and a mark at the foot of
+    each call whose output has no bytes (so that it does not look missing)."""
+    go = _go()
+    calls = stage_calls(stages)
+    labels = [("\u2003" * int(d)) + stage_label(s, c)
+              for s, c, d in zip(calls["stage"], calls["call_index"], calls["depth"])]
+    output = pd.to_numeric(calls["out_bytes"], errors="coerce").fillna(0).to_numpy(float)
+    alive = (pd.to_numeric(calls["cut_bytes"], errors="coerce").to_numpy(float)
+             if "cut_bytes" in calls else np.full(len(calls), np.nan))
+    scale = _log_if_wide(np.concatenate([output, alive]) / 1e6)
+    figure = go.Figure()
+    for depth in sorted(calls["depth"].astype(int).unique()):
+        chosen = (calls["depth"].astype(int) == depth).to_numpy()
+        figure.add_bar(x=np.array(labels)[chosen], y=output[chosen] / 1e6,
+                       name=f"output, depth {depth}", customdata=calls["key"][chosen],
+                       marker_color=f"hsl({(210 + 67 * depth) % 360},65%,50%)",
+                       hovertemplate="%{x}<br>output %{y:.4g} MB<extra></extra>")
+    zero = output == 0
+    if zero.any():
+        positive = output[output > 0] / 1e6
+        foot = positive.min() / 2 if scale == "log" and len(positive) else 0.0
+        figure.add_scatter(x=np.array(labels)[zero], y=np.full(zero.sum(), foot),
+                           mode="markers", marker={"symbol": "x", "size": 8, "color": "#666"},
+                           name="output of 0 bytes", customdata=calls["key"][zero],
+                           hovertemplate="%{x}<br>output: 0 bytes<extra></extra>")
+    if np.isfinite(alive).any():
+        shown = np.isfinite(alive)
+        figure.add_scatter(x=np.array(labels)[shown], y=alive[shown] / 1e6, mode="lines+markers",
+                           name="alive across the cut after the call", line={"color": "#111"},
+                           customdata=calls["key"][shown],
+                           hovertemplate="%{x}<br>alive across the cut %{y:.4g} MB<extra></extra>")
+    figure.update_layout(
+        barmode="overlay", height=420, margin={"t": 20, "l": 70, "r": 10, "b": 10},
+        yaxis={"title": {"text": "MB (1e6 bytes)"}, "type": scale},
+        xaxis={"type": "category", "tickangle": -60, "automargin": True},
+        legend={"orientation": "h", "y": 1.08})
+    return figure
+
+
+def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
+                    dtype: str = "float32") -> Optional[Any]:
+    """Every stage call at its arithmetic intensity and achieved FLOP/s, one colour per depth,
+    its name and figures on hover; the roof when the device's ``ceilings`` are known.
+    ``None`` without op counts or a time."""
+    time = time_column(stages)
+    if time is None or any(c not in stages for c in ("flops", "bytes_read", "bytes_written")):
+        return None
+    calls = stage_calls(stages)
+    intensity, achieved = stage_points(calls, time)
+    keep = (intensity > 0) & (achieved > 0) & np.isfinite(intensity) & np.isfinite(achieved)
+    if not keep.any():
+        return None
+    go = _go()
+    figure = go.Figure()
+    for depth in sorted(calls.loc[keep, "depth"].astype(int).unique()):
+        chosen = keep & (calls["depth"].astype(int) == depth)
+        rows = calls[chosen]
+        text = [f"<b>{stage_label(s, c)}</b><br>{significant(f)} FLOP in {significant(t)} ms"
+                for s, c, f, t in zip(rows["stage"], rows["call_index"], rows["flops"],
+                                      rows[time])]
+        figure.add_scatter(x=intensity[chosen], y=achieved[chosen], mode="markers",
+                           name=f"depth {depth}", customdata=rows["key"], text=text,
+                           marker={"size": max(6, 13 - 2 * depth), "line": {"width": 1,
+                                                                            "color": "#fff"}},
+                           hovertemplate="%{text}<br>intensity %{x:.3g} FLOP/byte<br>"
+                                         "achieved %{y:.3g} FLOP/s<extra></extra>")
+    if ceilings is not None:
+        low, high = float(intensity[keep].min()) / 4, float(intensity[keep].max()) * 4
+        high = max(high, ceilings.ridge_point(dtype) * 4)
+        span = np.logspace(np.log10(low), np.log10(high), 120)
+        figure.add_scatter(x=span, y=attainable_flops(span, ceilings, dtype), mode="lines",
+                           name=f"roof: {ceilings.name} ({dtype})", line={"color": "#111"},
+                           hoverinfo="skip")
+    figure.update_layout(
+        height=440, margin={"t": 20, "l": 70, "r": 10, "b": 50},
+        xaxis={"type": "log", "title": {"text": "arithmetic intensity (FLOP per byte read "
+                                                "or written)"}},
+        yaxis={"type": "log", "title": {"text": f"achieved FLOP/s ({time.split('_')[0].upper()}"
+                                                f" time)"}},
+        legend={"orientation": "h", "y": 1.08})
+    return figure

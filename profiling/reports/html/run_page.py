@@ -1,0 +1,185 @@
+"""The page of one run: header, stage icicle, payload, roofline, split view and stage table."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+import pandas as pd
+
+from ...statistics.aggregate import time_column
+from ...errors import ProfilingError
+from ...counting.roofline import Ceilings, load_ceilings
+from ..runs import RunRecord, forward_median
+from .formatting import stage_label
+from .header import model_name, run_facts
+from .page import Page, Section, chart_placeholder, escape
+from .run_charts import icicle_figure, memory_column, payload_figure, roofline_figure
+from .split_view import best_cut_rows, cut_bytes_figure, latency_figure, top_level_cuts
+from .stage_tree import stage_calls
+from .tables import Column, Table, number_cell, text_cell
+
+__all__ = ["run_page", "stage_table"]
+
+
+def _ceilings(meta: Mapping[str, Any]) -> tuple[Optional[Ceilings], str]:
+    """The ceilings the run recorded for its roofline (``None`` when none or not loadable)."""
+    roofline = meta.get("roofline") or {}
+    dtype = str(roofline.get("dtype") or "float32")
+    if not roofline.get("ceilings"):
+        return None, dtype
+    try:
+        return load_ceilings(str(roofline["ceilings"])), dtype
+    except ProfilingError:
+        return None, dtype
+
+
+def _share(value: Any, total: Optional[float]) -> Any:
+    if total is None or total <= 0 or value is None or pd.isna(value):
+        return None
+    return 100.0 * float(value) / total
+
+
+def stage_table(stages: pd.DataFrame, forward_ms: Optional[float],
+                total_flops: Optional[float], table_id: str = "stages") -> Table:
+    """Every stage call and probe in forward order: time with its interval and share of the
+    forward, FLOPs and their share, MACs, payload in and out, bytes alive across the cut,
+    the memory peak and the output shapes (the columns the run has)."""
+    time, memory = time_column(stages), memory_column(stages)
+    rows = stages.sort_values("order", kind="stable") if "order" in stages else stages
+    top = rows[(rows["kind"] == "stage") & (rows["depth"] == 0)]
+    if time is not None and forward_ms is None:
+        forward_ms = float(top[time].sum())
+    if "flops" in rows and not total_flops:
+        total_flops = float(pd.to_numeric(top["flops"], errors="coerce").sum())
+    low, high = (f"{time}_ci95_low", f"{time}_ci95_high") if time else ("", "")
+    spec = [(Column("stage", "indented by nesting depth", text=True), None),
+            (Column("call"), "call_index"), (Column("depth"), "depth"),
+            (Column("kind", text=True), None)]
+    if time:
+        spec += [(Column("time ms", "median over the repeats"), time),
+                 (Column("95% CI ms", "interval of the median"), None),
+                 (Column("% of forward", "median time / the forward's median"), None)]
+    if "flops" in rows:
+        spec += [(Column("GFLOPs", "1e9 floating-point operations"), "flops"),
+                 (Column("% of FLOPs"), None), (Column("GMACs"), "macs")]
+    spec += [(Column("in MB", "input payload, 1e6 bytes"), "in_bytes"),
+             (Column("out MB", "output payload, 1e6 bytes"), "out_bytes")]
+    if "cut_bytes" in rows:
+        spec.append((Column("alive across cut MB"), "cut_bytes"))
+    if memory:
+        spec.append((Column("peak MB", memory), memory))
+    spec.append((Column("output shapes", text=True), "out_shapes"))
+    table = Table(table_id, [column for column, _ in spec])
+    for row in rows.to_dict("records"):
+        name = stage_label(row["stage"], row["call_index"])
+        cells = [text_cell("\u2003" * int(row["depth"]) + name, "name"),
+                 number_cell(row["call_index"], digits=1), number_cell(row["depth"], digits=1),
+                 text_cell(row["kind"])]
+        if time:
+            interval = (f"{row.get(low):.3g}-{row.get(high):.3g}"
+                        if pd.notna(row.get(low, float("nan"))) and pd.notna(
+                            row.get(high, float("nan"))) else "-")
+            cells += [number_cell(row[time]), text_cell(interval, ""),
+                      number_cell(_share(row[time], forward_ms), digits=2)]
+        if "flops" in rows:
+            cells += [number_cell(row["flops"], 1e-9),
+                      number_cell(_share(row["flops"], total_flops), digits=2),
+                      number_cell(row.get("macs"), 1e-9)]
+        cells += [number_cell(row.get("in_bytes"), 1e-6), number_cell(row.get("out_bytes"), 1e-6)]
+        if "cut_bytes" in rows:
+            cells.append(number_cell(row.get("cut_bytes"), 1e-6))
+        if memory:
+            cells.append(number_cell(row.get(memory)))
+        cells.append(text_cell(row.get("out_shapes")))
+        key = f"{row['stage']}#{int(row['call_index'])}" if row["kind"] == "stage" else None
+        table.add(cells, key=key, name=name, depth=int(row["depth"]))
+    return table
+
+
+def _split_section(stages: pd.DataFrame, page: Page) -> Optional[Section]:
+    cuts = top_level_cuts(stages)
+    if len(cuts) < 2:
+        return None
+    page.charts["split-bytes"] = cut_bytes_figure(cuts)
+    body = chart_placeholder("split-bytes")
+    latency = latency_figure(stages, cuts)
+    if latency is not None:
+        page.charts["split-latency"] = latency
+        body += chart_placeholder("split-latency")
+        table = Table("best-cuts", [Column("server speed-up", text=True),
+                                    Column("bandwidth (Mbit/s)"), Column("best cut", text=True),
+                                    Column("sends (MB)"), Column("latency (ms)")])
+        for row in best_cut_rows(stages, cuts):
+            table.add([text_cell(row["server speed-up"]),
+                       number_cell(float(row["bandwidth (Mbit/s)"].replace(",", ""))),
+                       text_cell(row["best cut"]), text_cell(row["sends (MB)"], ""),
+                       text_cell(row["latency (ms)"], "")], key=row["key"], name=row["best cut"])
+        body += "<h3>The best cut</h3>" + table.render()
+    source = ("bytes alive across each cut (liveness collector)" if "cut_bytes" in stages
+              else "the output payload of the stage before each cut (a lower bound: tensors "
+                   "that skip over the cut are not counted; collectors=[...,liveness] counts "
+                   "them)")
+    return Section("Split view", body, anchor="split",
+                   note=f"Cutting the forward after each top-level stage: {source}. Latency "
+                        f"= device time up to the cut + transfer + server time after it, with "
+                        f"this run's times on both sides (the server's divided by the "
+                        f"speed-up chosen above the chart). python -m zoo.split analyses every "
+                        f"boundary, codecs and a real server run.")
+
+
+def run_page(record: RunRecord, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
+    """The page of a finished run (a :class:`~profiling.reports.runs.RunRecord`).
+
+    ``defaults``: the default config of the run's model, to list the options that differ
+    from it (else the run's command-line overrides are listed).
+    """
+    if record.status != "ok":
+        raise ProfilingError(f"{record.directory} is a failed run ({record.error}); there is "
+                             f"nothing to report")
+    stages, meta = record.stages, record.meta
+    forward_ms = forward_median(meta)
+    total_flops = (meta.get("totals") or {}).get("flops")
+    page = Page("run", f"stagezoo run: {model_name(record.config)}",
+                facts=run_facts(record, defaults))
+    icicle = icicle_figure(stages, forward_ms, total_flops)
+    if icicle is not None:
+        page.charts["icicle"] = icicle
+        page.sections.append(Section(
+            "Stages", chart_placeholder("icicle", 460), anchor="icicle",
+            note="Each block is a stage call, under the stage that contains it; width: time "
+                 "(buttons: FLOPs, payload bytes, memory peak). Time and FLOPs add up, the "
+                 "forward's own block being what ran outside every stage; payload and memory "
+                 "peaks do not, so a parent is drawn at least as wide as its children. Click "
+                 "a block to zoom into it and pin it in every chart."))
+    page.charts["payload"] = payload_figure(stages)
+    page.sections.append(Section(
+        "Payload across stage boundaries", chart_placeholder("payload", 420), anchor="payload",
+        note="What each stage call outputs (MB: 1e6 bytes), in forward order, coloured by "
+             "nesting depth; an x marks an output of 0 bytes."))
+    ceilings, dtype = _ceilings(meta)
+    roofline = roofline_figure(stages, ceilings, dtype)
+    if roofline is not None:
+        page.charts["roofline"] = roofline
+        page.sections.append(Section(
+            "Roofline", chart_placeholder("roofline", 440), anchor="roofline",
+            note=("Each stage call at its arithmetic intensity and achieved FLOP/s; hover "
+                  "for its name. " + (f"Roof: {ceilings.name}, {dtype}." if ceilings else
+                                      "No roof: the run recorded no device ceilings "
+                                      "(roofline.ceilings=...)."))))
+    split = _split_section(stages, page)
+    if split is not None:
+        page.sections.append(split)
+    table = stage_table(stages, forward_ms, total_flops)
+    depths = sorted(int(d) for d in stages["depth"].unique())
+    page.sections.append(Section(
+        "Stage table", '<p>highlighted: <span id="highlighted">none (hover or click a '
+        'stage)</span></p>' + table.controls(depths) + table.render(), anchor="table",
+        note="Every stage call and probe in forward order; intervals are 95% intervals of the "
+             "median; shares are of the whole forward (time) and of all counted FLOPs."))
+    notes = [str(n) for n in meta.get("notes") or []]
+    if notes:
+        page.sections.append(Section("Notes", '<ul class="compact">' + "".join(
+            f"<li>{escape(n)}</li>" for n in notes) + "</ul>", anchor="notes"))
+    calls = stage_calls(stages)
+    page.data = {"stages": list(calls["key"])}
+    return page

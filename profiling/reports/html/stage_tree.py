@@ -1,0 +1,56 @@
+"""The stage calls of a run as a tree: who is whose parent, and each call's own share of an
+additive metric (what an icicle chart needs)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from .formatting import stage_key
+
+__all__ = ["ROOT", "stage_calls", "parent_keys", "exclusive_values"]
+
+#: The key of the tree's root: the whole forward.
+ROOT = "(forward)"
+
+
+def stage_calls(stages: pd.DataFrame) -> pd.DataFrame:
+    """The stage rows (probes left out) in forward order, with their ``key``."""
+    rows = stages[stages["kind"] == "stage"] if "kind" in stages else stages
+    rows = rows.sort_values("order", kind="stable") if "order" in rows else rows
+    rows = rows.reset_index(drop=True)
+    return rows.assign(key=[stage_key(s, c) for s, c in zip(rows["stage"], rows["call_index"])])
+
+
+def parent_keys(calls: pd.DataFrame) -> list[str]:
+    """The key of each call's parent call (:data:`ROOT` for a top-level one).
+
+    The rows are in the order the calls started, so a call's parent is the last call one
+    level up that started before it.
+    """
+    open_calls: list[str] = []
+    parents = []
+    for key, depth in zip(calls["key"], calls["depth"].astype(int)):
+        del open_calls[depth:]
+        parents.append(open_calls[depth - 1] if 0 < depth <= len(open_calls) else ROOT)
+        open_calls.append(key)
+    return parents
+
+
+def exclusive_values(calls: pd.DataFrame, parents: list[str], values: pd.Series,
+                     total: Optional[float] = None) -> tuple[np.ndarray, float]:
+    """Each call's value less its children's (never below 0), and the root's own value
+    (``total`` less the top-level calls', when ``total`` is given; else 0).
+
+    Drawn with plotly's ``branchvalues="remainder"``, a call is then as wide as its own value
+    or its children together, whichever is larger: exact for additive metrics (time, FLOPs).
+    """
+    own = pd.to_numeric(values, errors="coerce").fillna(0.0).clip(lower=0).to_numpy(float)
+    children = dict.fromkeys([*calls["key"], ROOT], 0.0)
+    for parent, value in zip(parents, own):
+        children[parent] += value
+    exclusive = np.array([max(0.0, v - children[k]) for k, v in zip(calls["key"], own)])
+    root = max(0.0, float(total) - children[ROOT]) if total is not None else 0.0
+    return exclusive, root

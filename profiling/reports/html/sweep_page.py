@@ -1,0 +1,162 @@
+"""The page of a sweep: one row per job (options, status, headline figures; a failed job's
+one-line reason), each job's top-level stages side by side, and any metric against any swept
+option."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence, Union
+
+import pandas as pd
+
+from ...statistics.aggregate import time_column
+from ...errors import ProfilingError
+from ..runs import RunRecord, _option_columns, _option_values, find_runs, forward_median, read_run
+from .formatting import is_missing
+from .header import model_name
+from .page import Page, Section, chart_placeholder, escape
+from .run_charts import memory_column
+from .tables import Column, Table, number_cell, text_cell
+
+__all__ = ["sweep_page", "read_sweep", "HEADLINES"]
+
+#: The headline figures of a job: label -> how to get it from its record.
+HEADLINES = ("forward ms", "GFLOPs", "parameters (M)", "peak MB", "output MB")
+
+
+def read_sweep(folder: Union[str, Path]) -> list[RunRecord]:
+    """Every job of the sweep in ``folder`` (finished or failed), in natural order.
+
+    Raises:
+        ProfilingError: when ``folder`` holds no job, or no finished one.
+    """
+    folder = Path(folder)
+    directories = find_runs(folder) if folder.is_dir() else []
+    if not directories:
+        raise ProfilingError(f"{folder} is neither a run nor a sweep: no meta.json with "
+                             f"stages.csv, nor error.json, at or below it")
+    records = [read_run(d) for d in directories]
+    if not any(r.status == "ok" for r in records):
+        raise ProfilingError(f"the sweep in {folder} has no finished job ({len(records)} "
+                             f"failed; their errors are in each job's error.json)")
+    return records
+
+
+def _headlines(record: RunRecord) -> dict[str, Any]:
+    if record.status != "ok":
+        return dict.fromkeys(HEADLINES)
+    stages, meta = record.stages, record.meta
+    top = stages[(stages["kind"] == "stage") & (stages["depth"] == 0)]
+    memory = memory_column(stages)
+    flops = (meta.get("totals") or {}).get("flops")
+    last = top.sort_values("order")["out_bytes"].iloc[-1] if len(top) else None
+    return {"forward ms": forward_median(meta),
+            "GFLOPs": flops / 1e9 if flops is not None else None,
+            "parameters (M)": meta["parameters"] / 1e6 if meta.get("parameters") else None,
+            "peak MB": float(stages[memory].max()) if memory else None,
+            "output MB": float(last) / 1e6 if last is not None else None}
+
+
+def _job_name(record: RunRecord, folder: Path) -> str:
+    try:
+        return str(record.directory.resolve().relative_to(folder.resolve()))
+    except ValueError:
+        return str(record.directory)
+
+
+def _stacked_figure(records: Sequence[RunRecord], jobs: Sequence[str]) -> Any:
+    """A stacked bar per finished job of its top-level stages (time, else FLOPs; buttons
+    switch to FLOPs and output payload)."""
+    import plotly.graph_objects as go
+
+    finished = [(job, r) for job, r in zip(jobs, records) if r.status == "ok"]
+    metrics = []
+    for label, pick, scale in (("time (ms)", time_column, 1.0),
+                               ("GFLOPs", lambda s: "flops" if "flops" in s else None, 1e-9),
+                               ("output MB", lambda s: "out_bytes", 1e-6)):
+        if any(pick(r.stages) for _, r in finished):
+            metrics.append((label, pick, scale))
+    names = list(dict.fromkeys(
+        s for _, r in finished for s in r.stages.loc[(r.stages["kind"] == "stage")
+                                                      & (r.stages["depth"] == 0), "stage"]))
+    figure = go.Figure()
+    versions = []
+    for label, pick, scale in metrics:
+        values = []
+        for name in names:
+            column = []
+            for _, record in finished:
+                metric = pick(record.stages)
+                rows = record.stages[(record.stages["stage"] == name)
+                                     & (record.stages["depth"] == 0)]
+                column.append(float(pd.to_numeric(rows[metric], errors="coerce").sum()) * scale
+                              if metric and len(rows) else None)
+            values.append(column)
+        versions.append((label, values))
+    for index, name in enumerate(names):
+        figure.add_bar(x=[job for job, _ in finished], y=versions[0][1][index], name=name,
+                       customdata=[f"{name}#0"] * len(finished),
+                       hovertemplate=f"{name}<br>%{{x}}: %{{y:.4g}}<extra></extra>")
+    buttons = [{"label": label, "method": "update",
+                "args": [{"y": values}, {"yaxis.title.text": label}]}
+               for label, values in versions]
+    figure.update_layout(
+        barmode="stack", height=460, margin={"t": 60, "l": 70, "r": 10, "b": 10},
+        yaxis={"title": {"text": versions[0][0] if versions else ""}},
+        xaxis={"type": "category", "tickangle": -30, "automargin": True},
+        updatemenus=[{"type": "buttons", "direction": "right", "buttons": buttons, "x": 0,
+                      "y": 1.15, "xanchor": "left", "yanchor": "top"}])
+    return figure
+
+
+def _picker(options: Sequence[str], rows: list[dict[str, Any]]) -> str:
+    metrics = [h for h in HEADLINES if any(not is_missing(r.get(h)) for r in rows)]
+    option_list = "".join(f'<option value="{escape(o)}">{escape(o)}</option>' for o in options)
+    metric_list = "".join(f'<option value="{escape(m)}">{escape(m)}</option>' for m in metrics)
+    return (f'<div class="controls"><label>metric <select id="sweep-y">{metric_list}</select>'
+            f'</label><label>against <select id="sweep-x">{option_list}</select></label></div>'
+            f"{chart_placeholder('sweep-metric', 420)}")
+
+
+def sweep_page(folder: Union[str, Path]) -> Page:
+    """The page of the sweep whose jobs are at or below ``folder``."""
+    folder = Path(folder)
+    records = read_sweep(folder)
+    options = _option_columns(records) or ["job"]
+    jobs = [_job_name(r, folder) for r in records]
+    failed = sum(r.status != "ok" for r in records)
+    models = sorted({model_name(r.config) for r in records if r.config})
+    page = Page("sweep", f"stagezoo sweep: {', '.join(models) or folder.name}", facts=[
+        ("sweep", str(folder)), ("jobs", f"{len(records)} ({failed} failed)"),
+        ("swept options", ", ".join(options))])
+    table = Table("jobs", [Column("job", text=True)]
+                  + [Column(o, text=True) for o in options]
+                  + [Column("status", text=True)] + [Column(h) for h in HEADLINES]
+                  + [Column("reason", text=True)])
+    rows = []
+    for job, record in zip(jobs, records):
+        values = _option_values(record, options) if options != ["job"] else {"job": job}
+        headline = _headlines(record)
+        rows.append({"job": job, **{o: values.get(o) for o in options}, **headline})
+        table.add([text_cell(job, "name")] + [text_cell(values.get(o)) for o in options]
+                  + [text_cell(record.status)]
+                  + [number_cell(headline[h]) for h in HEADLINES]
+                  + [text_cell(record.error or "")], name=job,
+                  css="failed" if record.status != "ok" else "")
+    page.sections.append(Section(
+        "Jobs", table.controls() + table.render(), anchor="jobs",
+        note="One row per job with its swept options, status and headline figures: the "
+             "forward's median time, all counted GFLOPs, parameters, the largest memory peak "
+             "and the last top-level stage's output. A failed job shows its one-line reason."))
+    page.charts["stacked"] = _stacked_figure(records, jobs)
+    page.sections.append(Section(
+        "Top-level stages per job", chart_placeholder("stacked", 460), anchor="stacked",
+        note="Each finished job's top-level stages stacked (buttons: time, FLOPs, output "
+             "payload); hover a stage to see it across the jobs."))
+    page.sections.append(Section(
+        "A metric against a swept option", _picker(options, rows), anchor="metric",
+        note="Pick any headline figure and any swept option."))
+    page.data = {"sweep_plot": {"rows": [
+        {k: (None if is_missing(v) else (v if isinstance(v, (int, float)) else str(v)))
+         for k, v in row.items()} for row in rows], "options": list(options)}}
+    return page

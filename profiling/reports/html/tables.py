@@ -1,0 +1,88 @@
+"""Sortable, filterable HTML tables (the page's script sorts on a header click and filters on
+the controls that name the table)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from .formatting import is_missing, significant
+from .page import escape
+
+__all__ = ["Cell", "Column", "Table", "number_cell", "text_cell"]
+
+
+@dataclass
+class Cell:
+    """One cell: its text, and the value it sorts by (its text when ``None``)."""
+
+    text: str
+    value: Optional[float] = None
+    css: str = ""
+
+
+def number_cell(value: Any, scale: float = 1.0, digits: int = 3, css: str = "") -> Cell:
+    """A number to ``digits`` significant figures, sorted by its value."""
+    if is_missing(value):
+        return Cell("-")
+    number = float(value) * scale
+    return Cell(significant(number, digits), number, css)
+
+
+def text_cell(text: Any, css: str = "text") -> Cell:
+    """Text, sorted as text."""
+    return Cell("-" if is_missing(text) else str(text), None, css)
+
+
+@dataclass
+class Column:
+    """A column's header, its tooltip and whether it holds text (left-aligned)."""
+
+    header: str
+    tooltip: str = ""
+    text: bool = False
+
+
+@dataclass
+class Table:
+    """A table of rows of cells; a row may carry a stage key (linked to the charts), a name
+    and a depth (for the filters) and a CSS class."""
+
+    table_id: str
+    columns: Sequence[Column]
+    rows: list[tuple[list[Cell], dict[str, Any]]] = field(default_factory=list)
+
+    def add(self, cells: list[Cell], *, key: Optional[str] = None, name: str = "",
+            depth: Optional[int] = None, css: str = "") -> None:
+        """Append a row."""
+        self.rows.append((cells, {"key": key, "name": name, "depth": depth, "css": css}))
+
+    def controls(self, depths: Sequence[int] = ()) -> str:
+        """A name filter and, given ``depths``, a deepest-level picker for this table."""
+        depth_picker = ""
+        if len(depths) > 1:
+            options = "".join(f'<option value="{d}">{d}</option>' for d in depths)
+            depth_picker = (f'<label>down to depth <select data-filters="{self.table_id}">'
+                            f'<option value="">all</option>{options}</select></label>')
+        return (f'<div class="controls"><label>filter <input type="search" placeholder="stage '
+                f'name" data-filters="{self.table_id}"></label>{depth_picker}'
+                f'<span class="muted">click a header to sort</span></div>')
+
+    def render(self) -> str:
+        """The table's HTML."""
+        head = "".join(
+            f'<th class="{"text" if c.text else ""}" title="{escape(c.tooltip)}">'
+            f"{escape(c.header)}</th>" for c in self.columns)
+        body = []
+        for cells, extra in self.rows:
+            attributes = "".join(
+                f' data-{name}="{escape(value)}"' for name, value in
+                (("key", extra["key"]), ("name", extra["name"]), ("depth", extra["depth"]))
+                if value not in (None, ""))
+            css = f' class="{escape(extra["css"])}"' if extra["css"] else ""
+            body.append(f"<tr{attributes}{css}>" + "".join(
+                f'<td class="{escape(cell.css)}"'
+                + (f' data-value="{float(cell.value)!r}"' if cell.value is not None else "")
+                + f">{escape(cell.text)}</td>" for cell in cells) + "</tr>")
+        return (f'<div class="table-box"><table class="sortable" id="{escape(self.table_id)}">'
+                f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
