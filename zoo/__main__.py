@@ -22,6 +22,7 @@ TOOLS = {
     "collect": ("zoo.collect", "gather runs into one table"),
     "plot": ("zoo.plot", "PNG plots of a run or a split analysis"),
     "calibrate": ("zoo.calibrate", "measure this machine's roofline ceilings"),
+    "report": ("zoo.report", "one self-contained HTML page of a run, a comparison or a sweep"),
 }
 
 

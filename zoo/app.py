@@ -202,6 +202,10 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     repeats, warmup = run_repeats(cfg.run), int(cfg.run.warmup)
     check_run_options(warmup, repeats)  # before the model is built: fail fast
     collectors = _collectors(cfg)
+    if cfg.get("report"):
+        from .report import check_report_support
+
+        check_report_support()  # before the profile: a missing plotly fails at once
     ceilings = _ceilings(cfg, device)  # a bad ceilings file fails before the profile
     if cfg.get("plots"):
         require_extra("matplotlib", "plots", "plots=true")
@@ -232,6 +236,7 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     files, notes = run_files(
         result, model, config=OmegaConf.to_container(cfg, resolve=True), notes=notes,
         ceilings=ceilings, roofline_dtype=dtype, plots=bool(cfg.get("plots")),
+        report=bool(cfg.get("report")),
         ceilings_source=_ceilings_reference(cfg, ceilings) if ceilings is not None else None,
         metadata={"device": str(device), "overrides": _job_overrides(),
                   "checkpoint": getattr(model, "checkpoint_file", None),

@@ -324,6 +324,7 @@ SCHEMA: dict[str, Checker] = {
     "summary": Boolean(),
     "plots": Boolean(),
     "trace": Boolean(),
+    "report": Boolean(),
     "device.name": Choice(_DEVICES),
     "device.index": Integer(minimum=0),
     "device.collectors": ListOf(Text()),

@@ -15,6 +15,7 @@ The files (their names are the constants below; the output contract of the READM
 ``modules.*``      the hierarchical per-module table (when operations were counted)
 ``meta.json``      what ran, where, when; counts, notes, noise
 ``plots/*.png``    with ``plots=True``
+``report.html``    with ``report=True``: the run's page (:mod:`profiling.reports.html`)
 =================  ===========================================================================
 
 The folder is written whole or not at all (:func:`~profiling.reports.write_folder`).
@@ -39,9 +40,9 @@ from .metadata import host_name, run_metadata
 from .modules_table import modules_files
 from .payload_log import format_payload_log
 from .repeats import TIMES_FILE
-from .runs import ERROR_FILE, META_FILE, STAGES_FILE
+from .runs import ERROR_FILE, META_FILE, STAGES_FILE, RunRecord, parse_overrides
 
-__all__ = ["write_run", "run_files", "STAGES_FILE", "TIMES_FILE", "PAYLOAD_FILE",
+__all__ = ["write_run", "run_files", "record_of_files", "STAGES_FILE", "TIMES_FILE", "PAYLOAD_FILE",
            "LAYERS_FILES", "MODULES_FILES", "META_FILE", "ERROR_FILE", "PLOTS_FOLDER",
            "TRACE_FILE"]
 
@@ -76,7 +77,7 @@ def run_files(result: ProfileResult, model: Optional[torch.nn.Module] = None, *,
               config: Optional[Mapping[str, Any]] = None, notes: Sequence[str] = (),
               ceilings: Optional[Ceilings] = None, roofline_dtype: str = "float32",
               ceilings_source: Optional[str] = None, plots: bool = False,
-              metadata: Optional[Mapping[str, Any]] = None
+              metadata: Optional[Mapping[str, Any]] = None, report: bool = False
               ) -> tuple[dict[str, Content], list[str]]:
     """``{file_name: content}`` of the run folder of ``result``, and the notes of the run.
 
@@ -92,6 +93,8 @@ def run_files(result: ProfileResult, model: Optional[torch.nn.Module] = None, *,
             by default the preset's name).
         plots: also draw ``plots/*.png``.
         metadata: more ``meta.json`` entries.
+        report: also write ``report.html``, the run's page (needs plotly, the ``report``
+            extra).
     """
     notes = [*notes, *result.notes]
     counted = result.totals is not None
@@ -123,7 +126,21 @@ def run_files(result: ProfileResult, model: Optional[torch.nn.Module] = None, *,
                                          label=getattr(model, "payload_log_label", None)),
         META_FILE: json.dumps(meta, indent=2, default=str) + "\n",
     })
+    if report:
+        from .html import REPORT_FILE, run_page
+
+        files[REPORT_FILE] = run_page(record_of_files(files)).render()
     return files, notes
+
+
+def record_of_files(files: Mapping[str, Content], directory: Union[str, Path] = "."
+                    ) -> RunRecord:
+    """The :class:`~profiling.reports.runs.RunRecord` that reading back the run folder made of
+    ``files`` (of :func:`run_files`) would give, without writing it."""
+    meta = json.loads(files[META_FILE])
+    return RunRecord(Path(directory), "ok", meta.get("config") or {},
+                     parse_overrides(meta.get("overrides") or []), "", meta,
+                     files[STAGES_FILE])
 
 
 def write_run(result: ProfileResult, directory: Union[str, Path],

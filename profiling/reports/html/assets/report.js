@@ -17,6 +17,8 @@
       box.appendChild(line);
     }
   }
+  const consoleError = console.error.bind(console);
+  console.error = (...parts) => { reportError(parts.join(" ")); consoleError(...parts); };
   window.addEventListener("error", (event) => reportError(event.message));
   window.addEventListener("unhandledrejection", (event) => reportError(String(event.reason)));
 

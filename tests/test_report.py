@@ -1,0 +1,165 @@
+"""The HTML report (issue 27): a page per run, comparison and sweep, from run folders, a
+ProfileResult and the command line, self-contained; bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("plotly")
+
+from profiling.reports.html import report_page, result_page  # noqa: E402
+from profiling.reports.html.stage_tree import ROOT, exclusive_values, parent_keys, stage_calls  # noqa: E402
+from profiling.reports.runs import read_run  # noqa: E402
+from report_runs import STAGE_NAMES, tiny_run, tiny_sweep  # noqa: E402
+from tests.cli_runner import run_main  # noqa: E402
+from zoo import report as report_tool  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    return {"a": tiny_run(root / "a", report=True), "b": tiny_run(root / "b", width=16),
+            "other": tiny_run(root / "other", name="other"), "sweep": tiny_sweep(root / "sweep")}
+
+
+def _data(page_html: str) -> dict:
+    text = re.search(r'<script type="application/json" id="report-data">(.*?)</script>',
+                     page_html, re.S).group(1)
+    return json.loads(text.replace("<\\/", "</"))
+
+
+def _values(array) -> list:
+    """A figure's array as a list (plotly writes numeric arrays as base64 typed arrays)."""
+    if isinstance(array, dict) and "bdata" in array:
+        import base64
+
+        import numpy as np
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return list(array)
+
+
+def test_parents_are_the_last_open_call_one_level_up():
+    stages = pd.DataFrame({"stage": ["a", "b", "c", "b", "d"], "kind": "stage",
+                           "depth": [0, 1, 2, 1, 0], "call_index": [0, 0, 0, 1, 0],
+                           "order": range(5), "flops": [10.0, 4.0, 3.0, 5.0, 2.0]})
+    calls = stage_calls(stages)
+    parents = parent_keys(calls)
+    assert parents == [ROOT, "a#0", "b#0", "a#0", ROOT]
+    own, root = exclusive_values(calls, parents, calls["flops"], total=15.0)
+    assert own.tolist() == [1.0, 1.0, 3.0, 5.0, 2.0]  # a: 10 - 4 - 5; b#0: 4 - 3
+    assert root == 3.0  # 15 - (10 + 2): outside every stage
+
+
+def test_a_run_page_holds_every_stage_chart_and_figure(runs):
+    page_html = (runs["a"] / "report.html").read_text()
+    data = _data(page_html)
+    assert sorted(data["charts"]) == ["icicle", "payload", "roofline", "split-bytes",
+                                      "split-latency"]
+    assert data["stages"] == ["stem#0", "sizes#0", "body#0", "conv#0", "head#0", "head#1"]
+    icicle = data["charts"]["icicle"]["data"][0]
+    assert icicle["ids"] == [ROOT, *data["stages"]]
+    assert icicle["parents"] == ["", ROOT, ROOT, ROOT, "body#0", ROOT, ROOT]
+    flops = next(b for b in data["charts"]["icicle"]["layout"]["updatemenus"][0]["buttons"]
+                 if b["label"] == "FLOPs")["args"][0]["values"][0]
+    # hand counts: stem 2*55296, body's own ReLU 2048 beside its conv 2*147456, head 2*4096
+    assert _values(flops) == [0.0, 110592, 0, 2048, 294912, 8192, 8192]
+    payload = data["charts"]["payload"]["data"]
+    zero = next(t for t in payload if t["name"] == "output of 0 bytes")
+    assert zero["customdata"] == ["sizes#0"]
+    depth0 = next(t for t in payload if t["name"] == "output, depth 0")
+    # stem 1x8x16x16 float32 = 8192 bytes; head 1x2x16x16 = 2048
+    assert _values(depth0["y"]) == [0.008192, 0.0, 0.008192, 0.002048, 0.002048]
+    for name in STAGE_NAMES:
+        assert f'data-name="{name}"' in page_html
+    assert "model.width=8" in page_html and "torch" in page_html
+    assert not re.search(r'<(script|link|img)[^>]+(src|href)=', page_html)  # nothing loaded
+    assert len(page_html) < 6e6
+
+
+def test_a_profile_result_gives_the_same_page_without_a_folder():
+    from profiling import profile_model
+    import torch
+    from report_runs import Tiny
+
+    result = profile_model(Tiny().eval(), (torch.randn(1, 3, 16, 16),),
+                           collectors=["payload", "op_counts"])
+    data = _data(result_page(result).render())
+    assert data["stages"] == ["stem#0", "sizes#0", "body#0", "conv#0", "head#0", "head#1"]
+    assert "roofline" not in data["charts"]  # not timed: no roofline, no latency
+    assert "split-latency" not in data["charts"]
+
+
+def test_a_comparison_marks_significance_and_lists_lone_stages(runs, tmp_path, capsys,
+                                                              monkeypatch):
+    out = tmp_path / "compare.html"
+    done = run_main(lambda: report_tool.main(), [str(runs["a"]), str(runs["b"]), "--out",
+                                                  str(out)], capsys, monkeypatch)
+    assert done.code == 0 and done.stdout.strip() == f"report: {out.resolve()}"
+    page_html = out.read_text()
+    data = _data(page_html)
+    ratios = data["charts"]["ratios"]["data"][0]
+    assert ratios["name"] == "B / A" and "stem#0" in ratios["customdata"]
+    assert "model.width: 8 -&gt; 16" in page_html
+    assert "Every stage call is in both A and B." in page_html
+
+
+def test_a_sweep_page_has_a_row_per_job_and_the_failed_reason(runs):
+    page = report_page([runs["sweep"]])
+    page_html = page.render()
+    rows = page.data["sweep_plot"]["rows"]
+    assert [r["job"] for r in rows] == ["0_tiny", "1_tiny", "2_tiny"]
+    assert [r["model.width"] for r in rows] == ["4", "8", "16"]
+    assert rows[0]["GFLOPs"] == pytest.approx(2 * (3 * 9 * 4 + 4 * 9 * 4 + 4 * 2 * 2) * 256 / 1e9
+                                              + 4 * 256 / 1e9)
+    assert rows[2]["forward ms"] is None
+    assert "RuntimeError: input.size=[1,1] is below the stem&#x27;s kernel" in page_html
+    stacked = page.charts["stacked"].to_plotly_json()["data"]
+    assert [t["name"] for t in stacked] == ["stem", "sizes", "body", "head"]
+    assert list(stacked[0]["x"]) == ["0_tiny", "1_tiny"]
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("missing", "is not a folder; give run folders or a sweep folder"),
+    ("empty", "is neither a run nor a sweep"),
+    ("models", "profile different models, which cannot be compared stage by stage: "
+               "5 of 5 stages of tiny match by name (stem, sizes, body, conv, head)"),
+    ("failed", "has no finished job"),
+    ("out", "give --out a file name ending in .html"),
+])
+def test_bad_input_is_one_line_and_exit_2(case, expected, runs, tmp_path, capsys, monkeypatch):
+    (tmp_path / "empty").mkdir()
+    failed = tmp_path / "failed"
+    from profiling.reports.runs import write_failure
+    write_failure(failed / "0_x", ValueError("no"))
+    argv = {"missing": [str(tmp_path / "nowhere")], "empty": [str(tmp_path / "empty")],
+            "models": [str(runs["a"]), str(runs["other"])], "failed": [str(failed)],
+            "out": [str(runs["a"]), "--out", str(tmp_path / "x.png")]}[case]
+    done = run_main(lambda: report_tool.main(), argv, capsys, monkeypatch)
+    assert done.code == 2
+    assert expected in done.line
+
+
+def test_options_that_differ_from_the_defaults_head_the_page(runs):
+    record = read_run(runs["b"])
+    defaults = {"model": {"name": "tiny", "width": 8}, "input": {"size": [16, 16], "batch": 1},
+                "run": {"repeats": 5, "dtype": "float32"}, "device": {"name": "cpu"}}
+    page = report_page([runs["b"]], defaults=lambda r: defaults)
+    facts = dict(page.facts)
+    assert facts["options (not default)"] == "model.width=16, run.repeats=3"
+    assert facts["model"] == "tiny" and facts["dtype"] == "float32"
+    assert record.meta["versions"]["torch"] == facts["torch"]
+
+
+def test_report_true_writes_the_page_with_the_run(tmp_path):
+    from zoo.app import run_profile
+    from zoo.cli import compose_config
+
+    run = run_profile(compose_config(["model=swiftnet", "device=meta", "input.size=[64,128]",
+                                      "report=true"]), tmp_path / "run", print_summary=False)
+    assert "report.html" in [p.name for p in run.files]
+    data = _data((tmp_path / "run" / "report.html").read_text())
+    assert data["stages"][:3] == ["encoder#0", "stem#0", "layer1#0"]
