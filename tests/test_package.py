@@ -23,11 +23,11 @@ def test_stagezoo_lists_its_tools_and_refuses_an_unknown_one(capsys, monkeypatch
     listed = run_main(main, ["--help"], capsys, monkeypatch, program="stagezoo")
     assert listed.code == 0
     assert [line.split()[0] for line in listed.stdout.splitlines()[3:3 + len(TOOLS)]] == \
-        ["profile", "split", "compare", "collect", "plot", "calibrate"]
+        ["profile", "split", "compare", "collect", "plot", "calibrate", "report"]
     unknown = run_main(main, ["profiel"], capsys, monkeypatch, program="stagezoo")
     assert unknown.code == 2
     assert unknown.line == ("error: unknown tool 'profiel'; choose one of: profile, split, "
-                            "compare, collect, plot, calibrate (see stagezoo --help)")
+                            "compare, collect, plot, calibrate, report (see stagezoo --help)")
     assert run_main(main, [], capsys, monkeypatch, program="stagezoo").line.startswith(
         "error: no tool given; choose one of: profile,")
 

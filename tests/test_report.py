@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("plotly")
 
-from profiling.reports.html import report_page, result_page  # noqa: E402
+from profiling.reports import report_page, result_page  # noqa: E402
 from profiling.reports.html.stage_tree import ROOT, exclusive_values, parent_keys, stage_calls  # noqa: E402
 from profiling.reports.runs import read_run  # noqa: E402
 from report_runs import STAGE_NAMES, tiny_run, tiny_sweep  # noqa: E402

@@ -13,9 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from profiling.errors import ProfilingError
-from profiling.reports.compare import MIN_CHANGE
-from profiling.reports.runs import RunRecord
+from profiling.errors import ProfilingError, require_extra
+from profiling.reports import MIN_CHANGE, RunRecord
 
 from .cli import ArgumentParser, compose_config, run_tool
 
@@ -24,11 +23,7 @@ __all__ = ["main", "model_defaults", "check_report_support"]
 
 def check_report_support() -> None:
     """Refuse, in one line, a report when plotly (the ``report`` extra) is not installed."""
-    try:
-        import plotly  # noqa: F401
-    except ImportError:
-        raise ProfilingError("the HTML report needs plotly: pip install 'stagezoo[report]' "
-                             "(or pip install plotly)") from None
+    require_extra("plotly", "report", "the HTML report (zoo.report, report=true)")
 
 
 def model_defaults(record: RunRecord) -> Optional[Mapping[str, Any]]:
@@ -71,7 +66,7 @@ def _main(argv: Optional[Sequence[str]]) -> None:
         raise ProfilingError(f"--min-change must be a fraction from 0 to below 1, got "
                              f"{args.min_change}")
     check_report_support()
-    from profiling.reports.html import write_report
+    from profiling.reports import write_report
 
     path = write_report(args.sources, args.out, defaults=model_defaults,
                         min_change=args.min_change, loaded=args.loaded)

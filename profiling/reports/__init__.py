@@ -1,6 +1,7 @@
 """Reports: everything a run writes or reads back. The run folder (:func:`write_run`, read back
 with :func:`read_run` as a :class:`RunRecord`), each of its files, the terminal summary, the
-comparison of two runs, and the plots (matplotlib, loaded only when a plot is asked for)."""
+comparison of two runs, the plots (matplotlib, loaded only when a plot is asked for) and the
+HTML pages of a run, a comparison and a sweep (html/, plotly)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ _EXPORTS = {
     "plot_memory": "plots", "plot_roofline": "plots", "plot_layers": "plots",
     "plot_split_latency": "plots",
     "plot_split_timeline": "split_plots",
+    "write_report": "html", "report_page": "html", "result_page": "run_folder", "REPORT_FILE": "html",
+    "record_of_files": "run_folder",
 }
 
 __all__ = list(_EXPORTS)

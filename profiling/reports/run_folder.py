@@ -42,7 +42,7 @@ from .payload_log import format_payload_log
 from .repeats import TIMES_FILE
 from .runs import ERROR_FILE, META_FILE, STAGES_FILE, RunRecord, parse_overrides
 
-__all__ = ["write_run", "run_files", "record_of_files", "STAGES_FILE", "TIMES_FILE", "PAYLOAD_FILE",
+__all__ = ["write_run", "run_files", "record_of_files", "result_page", "STAGES_FILE", "TIMES_FILE", "PAYLOAD_FILE",
            "LAYERS_FILES", "MODULES_FILES", "META_FILE", "ERROR_FILE", "PLOTS_FOLDER",
            "TRACE_FILE"]
 
@@ -156,3 +156,14 @@ def write_run(result: ProfileResult, directory: Union[str, Path],
     files, _ = run_files(result, model, **options)
     files.update(extra_files or {})
     return write_folder(directory, files, overwrite=overwrite)
+
+
+def result_page(result: ProfileResult, model: Optional[torch.nn.Module] = None,
+                **options: Any) -> Any:
+    """The HTML page of ``result`` (what ``report=True`` writes as ``report.html``), without
+    a run folder: a :class:`~profiling.reports.html.Page`, whose ``render()`` is the HTML.
+    The options are those of :func:`run_files` (``config``, ``ceilings``, ...)."""
+    from .html import run_page
+
+    files, _ = run_files(result, model, **options)
+    return run_page(record_of_files(files))

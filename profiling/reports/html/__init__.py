@@ -12,10 +12,9 @@ PosixPath('results/my-run/report.html')
 
 from .compare_page import comparison_page
 from .page import Page
-from .report import (REPORT_FILE, default_output, report_kind, report_page, result_page,
-                     write_report)
+from .report import REPORT_FILE, default_output, report_kind, report_page, write_report
 from .run_page import run_page
 from .sweep_page import read_sweep, sweep_page
 
 __all__ = ["REPORT_FILE", "Page", "comparison_page", "default_output", "read_sweep",
-           "report_kind", "report_page", "result_page", "run_page", "sweep_page", "write_report"]
+           "report_kind", "report_page", "run_page", "sweep_page", "write_report"]

@@ -1,6 +1,6 @@
 """The page of a comparison: every run against the first, stage by stage, with the ratio of
 times, its 95% interval and the significance test of ``python -m zoo.compare``
-(:func:`profiling.reports.compare.compare_runs`)."""
+(:func:`profiling.reports.comparison.compare_runs`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import ProfilingError
-from ..compare import FORWARD, MIN_CHANGE, compare_runs, config_differences
+from ..comparison import FORWARD, MIN_CHANGE, compare_runs, config_differences
 from ..runs import RunRecord
 from .formatting import significant, stage_key, stage_label
 from .header import IGNORED_OPTIONS, model_name, noise_verdict

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from ...statistics.noise import unreliable_reasons
-from ..compare import config_differences
+from ..comparison import config_differences
 from ..runs import RunRecord, forward_median
 from .formatting import significant
 

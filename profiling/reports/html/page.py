@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Mapping, Optional, Sequence
 
-from ...errors import ProfilingError
+from ...errors import require_extra
 
 __all__ = ["Page", "Section", "chart_placeholder", "escape", "plotly_js", "to_json"]
 
-_INSTALL = "pip install 'stagezoo[report]' (or pip install plotly)"
 
 
 def escape(text: Any) -> str:
@@ -26,11 +25,7 @@ def escape(text: Any) -> str:
 
 
 def _plotly() -> Any:
-    try:
-        import plotly
-    except ImportError:
-        raise ProfilingError(f"the HTML report needs plotly: {_INSTALL}") from None
-    return plotly
+    return require_extra("plotly", "report", "the HTML report")
 
 
 def plotly_js() -> str:

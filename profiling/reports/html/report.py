@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from ...errors import ProfilingError
-from ..compare import MIN_CHANGE
+from ..comparison import MIN_CHANGE
 from ..files import write_files
 from ..runs import RunRecord, read_run
 from .compare_page import comparison_page
@@ -15,7 +15,7 @@ from .page import Page
 from .run_page import run_page
 from .sweep_page import sweep_page
 
-__all__ = ["REPORT_FILE", "report_page", "result_page", "write_report", "report_kind", "default_output"]
+__all__ = ["REPORT_FILE", "report_page", "write_report", "report_kind", "default_output"]
 
 #: The report's file name in a run or sweep folder.
 REPORT_FILE = "report.html"
@@ -76,17 +76,6 @@ def report_page(sources: Sequence[PathLike], *, defaults: Optional[Defaults] = N
             records.append(read_run(source))
         return comparison_page(records, min_change=min_change, loaded=loaded)
     return sweep_page(sources[0])
-
-
-def result_page(result: Any, model: Any = None, **options: Any) -> Page:
-    """The page of a :class:`~profiling.runner.ProfileResult` (what ``report=True`` of
-    :func:`~profiling.reports.run_folder.write_run` writes), without a run folder; the
-    options are those of :func:`~profiling.reports.run_folder.run_files` (``config``,
-    ``ceilings``, ...)."""
-    from ..run_folder import record_of_files, run_files
-
-    files, _ = run_files(result, model, **options)
-    return run_page(record_of_files(files))
 
 
 def default_output(sources: Sequence[PathLike]) -> Path:

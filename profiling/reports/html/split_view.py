@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ...statistics.aggregate import time_column
-from ...split_latency import split_latency
+from ...split.latency import split_latency
 from .formatting import significant, stage_key, stage_label
 
 __all__ = ["top_level_cuts", "cut_colours", "cut_bytes_figure", "latency_figure",
