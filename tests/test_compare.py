@@ -116,9 +116,9 @@ def test_significance_per_stage_and_forward_from_the_raw_repeats(tmp_path):
     lines = format_comparison(compare_runs(a, b), a, b).splitlines()
     assert "noise A: forward CV 1.0%, load 0.50 on 2 cores, 8 repeats" in lines
     assert "noise B: noise not recorded" in lines
-    assert "forward median (ms): 20.000 -> 14.000 -30.0% *, 95% CI -30..-30%" in lines
+    assert "forward median (ms): 20.0 -> 14.0 -30.0% *, 95% CI -30..-30%" in lines
     head = next(line for line in lines if line.startswith("head"))
-    assert head.split()[:6] == ["head", "4.000", "5.200", "+30.0%", "*", "+30..+30%"]
+    assert head.split()[:6] == ["head", "4.00", "5.20", "+30.0%", "*", "+30..+30%"]
     encoder = next(line for line in lines if line.startswith("encoder"))
     assert encoder.split()[3] == "(+0.0%)"
 

@@ -26,12 +26,12 @@ def test_columns_follow_what_was_measured_with_their_rules_in_the_header():
                                 "out", "MB", "peak", "MB"]
     assert lines[1].split() == ["rule", "(over", "calls;", "over", "repeats)", "sum,", "med.",
                                 "of", "the", "median", "sum", "sum", "max"]
-    assert lines[2].split() == ["backbone", "1", "8.000", "7.900-8.100", "2.000", "4.000",
-                                "12.00"]
+    # three significant figures (profiling.reports.numbers.significant)
+    assert lines[2].split() == ["backbone", "1", "8.00", "7.90-8.10", "2.00", "4.00", "12.0"]
     # 5.0 is 1.0 (17%) below the median 6.0: flagged
-    assert lines[3].split() == ["conv", "1", "6.000", "5.000-6.100!", "1.500", "2.000", "8.00"]
+    assert lines[3].split() == ["conv", "1", "6.00", "5.00-6.10!", "1.50", "2.00", "8.00"]
     # two calls: time, FLOPs and payload summed, the larger peak; no raw repeats, no interval
-    assert lines[4].split() == ["head", "2", "2.500", "-", "0.200", "1.000", "0.75"]
+    assert lines[4].split() == ["head", "2", "2.50", "-", "0.200", "1.00", "0.750"]
     assert "deep" not in "".join(lines)  # depth 2 is left out
     assert lines[5].startswith("(time: CPU time summed over a stage's calls, median over")
     assert lines[6] == "! 1 stage(s) with an interval wider than ±10% of the median"
@@ -46,8 +46,8 @@ def test_raw_repeats_give_the_interval_of_a_stage_called_twice():
     lines = format_summary(_stages(cpu_time_ms_median=[8.0, 6.0, 1.0, 1.5, 0.1]),
                            times=times).splitlines()
     # per repeat: 2.5, 2.6, 2.7, 3.5, 2.5, 2.4 -> median 2.55, 6 repeats: the range
-    assert lines[4].split() == ["head", "2", "2.550", "2.400-3.500!", "1.000"]
-    assert lines[2].split() == ["backbone", "1", "8.000", "8.000-8.000", "4.000"]
+    assert lines[4].split() == ["head", "2", "2.55", "2.40-3.50!", "1.00"]
+    assert lines[2].split() == ["backbone", "1", "8.00", "8.00-8.00", "4.00"]
 
 
 def test_the_total_row_and_line():
@@ -56,15 +56,15 @@ def test_the_total_row_and_line():
     lines = format_summary(_stages(cpu_time_ms_median=[8.0, 6.0, 1.0, 1.5, 0.1],
                                    flops=[2e9, 1.5e9, 1e8, 1e8, 1.0]), totals=totals).splitlines()
     total = next(line for line in lines if line.startswith("total (whole forward"))
-    assert total.split()[-5:] == ["12.500", "10.00-15.00!", "100.0%", "2.000", "0.004"]
-    assert "total: 11,000,000 parameters, 1.000 GMACs, 2.000 GFLOPs, input 0.600 MB, output " \
-           "0.004 MB" in lines
+    assert total.split()[-5:] == ["12.5", "10.0-15.0!", "100.0%", "2.00", "0.00400"]
+    assert "total: 11,000,000 parameters, 1.00 GMACs, 2.00 GFLOPs, input 0.600 MB, output " \
+           "0.00400 MB" in lines
 
 
 def test_a_meta_run_shows_payload_and_flops_only():
     lines = format_summary(_stages(flops=[2e9, 1.5e9, 1e8, 1e8, 1.0])).splitlines()
     assert lines[0].split() == ["stage", "calls", "GFLOPs", "out", "MB"]
-    assert lines[2].split() == ["backbone", "1", "2.000", "4.000"]
+    assert lines[2].split() == ["backbone", "1", "2.00", "4.00"]
     assert lines[-2] == "(no timing)"
     assert lines[-1].startswith("(GFLOPs: 1e9 floating-point operations; MB: 1e6 bytes")
 
@@ -88,10 +88,10 @@ def test_other_rows_make_each_level_add_up_and_the_slowest_are_marked():
                            coverage={"time": 0.8, "flops": 2.5e9 / 2.7e9}).splitlines()
     rows = {line.split()[0]: line.split()[1:] for line in lines[2:10]}
     # the forward's median 13.25 minus the top-level stages 0.5 + 8 + 2.5 + 0.25 = 2.0
-    assert rows["other"] == ["2.000", "-", "15.1%", "0.200"]
+    assert rows["other"] == ["2.00", "-", "15.1%", "0.200"]
     # backbone 8.0 minus its conv 6.0 (not the other row's own median 1.7)
-    assert rows["backbone/other"] == ["2.000", "-", "15.1%", "0.500"]
-    assert rows["backbone"][:3] == ["1", "8.000", "-"] and rows["backbone"][3] == "60.4%*"
+    assert rows["backbone/other"] == ["2.00", "-", "15.1%", "0.500"]
+    assert rows["backbone"][:3] == ["1", "8.00", "-"] and rows["backbone"][3] == "60.4%*"
     assert rows["head"][3] == "18.9%*" and rows["stem"][3] == "3.8%*"
     assert rows["neck"][3] == "1.9%"
     assert "* the 3 slowest top-level stages" in lines
@@ -112,3 +112,14 @@ def test_long_stage_names_keep_their_end():
                          "parent": "", "depth": [0, 0], "out_bytes": [1, 1]})
     labels = [line.split()[0] for line in format_summary(long).splitlines()[2:4]]
     assert labels[0].endswith("aa.10") and labels[1].endswith("aa.11") and len(labels[0]) == 43
+
+
+def test_human_numbers_have_three_significant_figures():
+    from profiling.reports.numbers import significant
+
+    assert significant(0.026137612400000003) == "0.0261"
+    assert [significant(v) for v in (112.309, 11459.327, 1.5, 0.068)] == \
+        ["112", "11459", "1.50", "0.0680"]
+    assert [significant(v) for v in (9.9951, 0.099951, 99.96)] == ["10.0", "0.100", "100"]
+    assert [significant(v) for v in (0, -0.5, 1.234e-7, None, float("nan"))] == \
+        ["0", "-0.500", "1.23e-07", "-", "-"]

@@ -25,6 +25,7 @@ import pandas as pd
 from ..statistics.noise import loaded_reason, unreliable_reasons
 from ..statistics.intervals import (RATIO_CI_METHOD, coefficient_of_variation, is_significant,
                           ratio_interval)
+from .numbers import significant
 from .repeats import read_times
 from .runs import RunRecord, flatten_config, forward_median
 
@@ -84,8 +85,8 @@ def config_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, 
             if json.dumps(flat_a.get(k), default=str) != json.dumps(flat_b.get(k), default=str)}
 
 
-def _cell(value: float, scale: float = 1.0, digits: int = 3) -> str:
-    return "-" if value is None or pd.isna(value) else f"{value * scale:.{digits}f}"
+def _cell(value: float, scale: float = 1.0) -> str:
+    return "-" if value is None or pd.isna(value) else significant(value * scale)
 
 
 def _change(first: float, second: float) -> str:

@@ -18,6 +18,7 @@ import pandas as pd
 from ..statistics.aggregate import time_column
 from ..stages.payload import PayloadNode, iter_leaves
 from ..stages.markers import StageCall
+from .numbers import significant
 
 __all__ = ["format_payload_lines", "format_payload_log", "default_label", "LabelFunction"]
 
@@ -112,6 +113,7 @@ def format_payload_log(events: Sequence[tuple[str, StageCall]], stages: pd.DataF
         lines += ["", ""] + _banner(f"{host} {device}")[:-1]
     for heading, column, scale in blocks:
         lines.append(heading)
-        lines += [f"{name} :: {value * scale}" for name, value in _per_stage_means(stages, column)]
+        lines += [f"{name} :: {significant(value * scale)}"
+                  for name, value in _per_stage_means(stages, column)]
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"

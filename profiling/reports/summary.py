@@ -21,6 +21,7 @@ from ..statistics.aggregate import first_column, stage_time_sums, time_column
 from ..statistics.coverage import OTHER, coverage_line
 from ..stages.payload import payload_bytes, walk_payload
 from ..statistics.intervals import median_interval
+from .numbers import significant
 
 __all__ = ["format_summary", "RunTotals", "run_totals", "WIDE_INTERVAL"]
 
@@ -61,17 +62,13 @@ def run_totals(result: Any, model: Any, inputs: Any) -> RunTotals:
                      out_bytes=payload_bytes(walk_payload(result.output)))
 
 
-def _ms(value: float) -> str:
-    """A time with 3 decimals below 10 ms, fewer above (``1071.1``, ``12345``)."""
-    digits = 3 if value < 10 else 2 if value < 100 else 1 if value < 1000 else 0
-    return f"{value:.{digits}f}"
 
 
 def _interval(low: float, high: float, median: float) -> str:
     if pd.isna(low) or pd.isna(high):
         return "-"
     wide = median > 0 and max(median - low, high - median) > WIDE_INTERVAL * median
-    return f"{_ms(low)}-{_ms(high)}" + ("!" if wide else " ")
+    return f"{significant(low)}-{significant(high)}" + ("!" if wide else " ")
 
 
 def _displayed(stages: pd.DataFrame, max_depth: int, time: Optional[str],
@@ -160,17 +157,16 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
         label = _label(str(name), int(row["depth"]))
         cells = [f"{'' if other else int(row['calls']):>6}"]
         if time:
-            cells += [f"{row['time_ms']:>11.3f}",
+            cells += [f"{significant(row['time_ms']):>11}",
                       f"{_interval(row.get('ci_low'), row.get('ci_high'), row['time_ms']):>18}"]
         if share_of:
             mark = "*" if name in slowest else " "
             cells.append(f"{100 * row[share_column] / share_of:>8.1f}%{mark}")
         if flops:
-            cells.append(f"{row['gflops']:>10.3f}" if not pd.isna(row["gflops"])
-                         else f"{'-':>10}")
-        cells.append(f"{'':>10}" if other else f"{row['out_mb']:>10.3f}")
+            cells.append(f"{significant(row['gflops']):>10}")
+        cells.append(f"{'':>10}" if other else f"{significant(row['out_mb']):>10}")
         if memory:
-            cells.append(f"{'':>10}" if other else f"{row['peak_mb']:>10.2f}")
+            cells.append(f"{'':>10}" if other else f"{significant(row['peak_mb']):>10}")
         lines.append(f"{label:<44}" + "".join(cells))
     if len(table) > max_rows:
         lines.append(f"... {len(table) - max_rows} more stages in stages.csv")
@@ -201,22 +197,24 @@ def _total_lines(totals: RunTotals, time: bool, share: bool, flops: bool, memory
         if len(totals.forward_ms):
             median = float(np.median(totals.forward_ms))
             low, high = median_interval(totals.forward_ms)
-            cells += [f"{median:>11.3f}", f"{_interval(low, high, median):>18}"]
+            cells += [f"{significant(median):>11}", f"{_interval(low, high, median):>18}"]
         else:
             cells += [f"{'-':>11}", f"{'-':>18}"]
     if share:
         cells.append(f"{100.0:>8.1f}% ")
     if flops:
-        cells.append(f"{totals.flops / 1e9:>10.3f}" if totals.flops is not None else f"{'-':>10}")
-    cells.append(f"{totals.out_bytes / 1e6:>10.3f}")
+        cells.append(f"{significant(None if totals.flops is None else totals.flops / 1e9):>10}")
+    cells.append(f"{significant(totals.out_bytes / 1e6):>10}")
     if memory:
         cells.append(f"{'':>10}")
     counts = ""
     if totals.macs is not None:
-        counts = f", {totals.macs / 1e9:.3f} GMACs, {totals.flops / 1e9:.3f} GFLOPs"
+        counts = (f", {significant(totals.macs / 1e9)} GMACs, "
+                  f"{significant(totals.flops / 1e9)} GFLOPs")
     return [f"{'total (whole forward; out: model output)':<44}" + "".join(cells),
-            f"total: {totals.parameters:,} parameters{counts}, input {totals.in_bytes / 1e6:.3f}"
-            f" MB, output {totals.out_bytes / 1e6:.3f} MB"]
+            f"total: {totals.parameters:,} parameters{counts}, input "
+            f"{significant(totals.in_bytes / 1e6)} MB, output "
+            f"{significant(totals.out_bytes / 1e6)} MB"]
 
 
 def _footer(time: Optional[str], flops: bool, memory: bool, table: pd.DataFrame,

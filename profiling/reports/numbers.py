@@ -1,0 +1,32 @@
+"""Numbers as people read them: three significant figures in every human-readable table (the
+terminal, ``payload.log``, Markdown). CSV files keep full precision."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+__all__ = ["significant"]
+
+
+def significant(value: Optional[float], digits: int = 3, missing: str = "-") -> str:
+    """``value`` rounded to ``digits`` significant figures, trailing zeros kept (``0.0261``,
+    ``1.50``, ``112``).
+
+    The integer part is never rounded away: from ``10**digits`` up the value is shown as a whole
+    number (``11459``, not ``1.15e+04``). Below 0.001 (and not zero) it is shown in scientific
+    notation (``1.23e-07``). ``None`` and NaN are ``missing``.
+    """
+    if value is None or math.isnan(float(value)):
+        return missing
+    value = float(value)
+    if value == 0 or math.isinf(value):
+        return "0" if value == 0 else str(value)
+    if abs(value) < 1e-3:
+        return f"{value:.{digits - 1}e}"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(digits - 1 - magnitude, 0)
+    text = f"{value:.{decimals}f}"
+    if decimals and len(text.lstrip("-").replace(".", "").lstrip("0")) > digits:
+        text = f"{value:.{decimals - 1}f}"  # 9.995 rounds up to 10.0: one decimal fewer
+    return text
