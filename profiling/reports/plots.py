@@ -35,8 +35,8 @@ __all__ = ["render_plots", "plot_stage_times", "plot_payload", "plot_memory", "p
 _LAYER_PANELS = (("params", "parameters", 1.0),
                  ("memory(MB)", "output per sample (MB)", 2 ** 20 / 1e6),
                  ("duration[%]", "share of the time (%)", 100.0))
-#: at most this many layer names on the x axis of ``layers.png`` (every n-th beyond).
-_MAX_LAYER_NAMES = 60
+#: the width each leaf layer gets in ``layers.png`` (inches): room for its name at 8 points.
+_LAYER_WIDTH_IN = 0.15
 #: an axis whose positive values span more than this ratio is drawn logarithmic.
 _LOG_SPAN = 100.0
 
@@ -135,6 +135,7 @@ def plot_payload(stages: pd.DataFrame, max_depth: int = 1) -> bytes:
                  label=f"stage output, depth {depth}"
                        + (" (top-level stages)" if depth == 0 else " (nested)"))
     values = list(rows["out_bytes"].to_numpy() / 1e6)
+    _mark_zero_bytes(axes, x, rows["out_bytes"].to_numpy(float))
     if "cut_bytes" in rows:
         alive = rows["cut_bytes"].astype(float) / 1e6
         axes.plot(x[alive.notna().to_numpy()], alive.dropna().to_numpy(), "k.-",
@@ -147,6 +148,19 @@ def plot_payload(stages: pd.DataFrame, max_depth: int = 1) -> bytes:
     _legend_outside(axes)
     axes.grid(axis="y", alpha=0.3)
     return _png(figure)
+
+
+#: The colour of the mark of a stage whose output has no bytes (in no other plot element).
+ZERO_MARK = "#c51b7d"
+
+
+def _mark_zero_bytes(axes, x: np.ndarray, sizes: np.ndarray) -> None:
+    """An x at the foot of each bar of 0 bytes (on the axis, whatever its scale), so that a
+    stage without output does not look missing."""
+    zero = sizes == 0
+    if zero.any():
+        axes.plot(x[zero], np.zeros(zero.sum()), "x", color=ZERO_MARK, markersize=8, mew=2,
+                  clip_on=False, zorder=3, label="output of 0 bytes", transform=axes.get_xaxis_transform())
 
 
 #: A memory panel whose every figure is below this (MB) is left out when another has more: the
@@ -209,7 +223,7 @@ def plot_roofline(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
     for depth, group in rows[keep].groupby("depth"):
         axes.scatter(intensity[group.index], achieved[group.index], label=f"depth {depth}",
                      s=24)
-    _number_points(axes, rows[keep & (rows["depth"] == 0)], intensity, achieved)
+    _number_points(axes, rows[keep], intensity, achieved)
     if ceilings is None:
         axes.text(1.02, 0.0, "No roof drawn: no ceilings\nfor this device. Give them\nwith "
                   "roofline.ceilings=\n(a YAML from python -m\nzoo.calibrate, or a preset)\n"
@@ -227,7 +241,7 @@ def plot_roofline(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
     axes.set_yscale("log")
     axes.set_xlabel("arithmetic intensity (FLOP / byte read or written)")
     axes.set_ylabel(f"achieved FLOP/s ({time.split('_')[0].upper()} time)")
-    axes.set_title("Roofline of the stages (numbers: top-level stages, listed right)")
+    axes.set_title("Roofline of the stages (numbers: every stage call, listed right)")
     axes.legend(fontsize=8, loc="upper left")
     axes.grid(which="both", alpha=0.3)
     return _png(figure)
@@ -235,13 +249,15 @@ def plot_roofline(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
 
 def _number_points(axes, rows: pd.DataFrame, x: pd.Series, y: pd.Series) -> None:
     """Number the points of ``rows`` (offsets alternating around each point, so neighbours'
-    numbers do not sit on each other) and list the numbers' stage names right of the axes."""
+    numbers do not sit on each other) and list the numbers' stage names right of the axes,
+    indented by nesting depth."""
     offsets = ((4, 4), (4, -10), (-12, 4), (-12, -10))
     names = []
     for number, index in enumerate(rows.index, start=1):
         axes.annotate(str(number), (x[index], y[index]), fontsize=8, fontweight="bold",
                       xytext=offsets[(number - 1) % len(offsets)], textcoords="offset points")
-        names.append(f"{number}  {rows.at[index, 'stage']}"
+        names.append(f"{number:>2} " + "  " * int(rows.at[index, "depth"])
+                     + f"{rows.at[index, 'stage']}"
                      + (f"[{int(rows.at[index, 'call_index'])}]"
                         if rows.at[index, "call_index"] else ""))
     if names:
@@ -251,6 +267,16 @@ def _number_points(axes, rows: pd.DataFrame, x: pd.Series, y: pd.Series) -> None
 
 _DASHES = ("-", "--", ":", "-.")
 _MARKERS = ("o", "s", "^", "v", "D", "x", "+", "<", ">", "*")
+
+
+def distinct_colours(count: int) -> list:
+    """``count`` colours, no two alike: matplotlib's ten up to ten, else ``count`` steps
+    along the ``turbo`` colour map."""
+    if count <= 10:
+        return [f"C{i}" for i in range(count)]
+    from matplotlib import colormaps
+
+    return [colormaps["turbo"](i / (count - 1)) for i in range(count)]
 
 
 def _distinct_curves(table: pd.DataFrame) -> list[tuple[list[str], pd.DataFrame]]:
@@ -286,10 +312,12 @@ def plot_split_latency(latency: pd.DataFrame, encodings: Optional[Sequence[str]]
     panels = figure.subplots(rows, columns, squeeze=False).ravel()
     for axes, encoding in zip(panels, encodings):
         table = latency[latency["encoding"] == encoding]
-        for i, (names, group) in enumerate(_distinct_curves(table)):
+        curves = _distinct_curves(table)
+        colours = distinct_colours(len(curves))
+        for i, (names, group) in enumerate(curves):
             shown = names[0] if len(names) == 1 else f"{names[0]} (= {', '.join(names[1:])})"
             axes.plot(group["bandwidth_mbit"], group["latency_ms"], label=shown[:60],
-                      color=f"C{i % 10}", linestyle=_DASHES[(i // 10) % len(_DASHES)],
+                      color=colours[i], linestyle=_DASHES[(i // 10) % len(_DASHES)],
                       marker=_MARKERS[i % len(_MARKERS)], markersize=4, alpha=0.85, zorder=2)
         best = table.groupby("bandwidth_mbit")["latency_ms"].min()
         axes.plot(best.index, best.to_numpy(), color="0.2", linewidth=7, alpha=0.22,
@@ -317,7 +345,7 @@ def plot_layers(layers: pd.DataFrame) -> Optional[bytes]:
               if rows[column].astype(float).notna().any()]
     if rows.empty or not panels:
         return None
-    figure = Figure(figsize=(max(6.0, min(0.16 * len(rows) + 2, 24.0)), 2.4 * len(panels) + 1))
+    figure = Figure(figsize=(max(6.0, _LAYER_WIDTH_IN * len(rows) + 2), 2.4 * len(panels) + 3))
     axes_list = np.atleast_1d(figure.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0])
     x = np.arange(len(rows))
     for index, (axes, (column, label, scale)) in enumerate(zip(axes_list, panels)):
@@ -326,12 +354,10 @@ def plot_layers(layers: pd.DataFrame) -> Optional[bytes]:
         axes.set_ylabel(label, fontsize=8)
         _log_if_wide(axes, values)
         axes.grid(axis="y", alpha=0.3)
-    step = -(-len(rows) // _MAX_LAYER_NAMES)
-    shown = x[::step]
-    axes_list[-1].set_xticks(shown, [f"{i} {rows['module name'].iloc[i]}" for i in shown],
-                             rotation=90, fontsize=6)
-    axes_list[-1].set_xlabel("leaf layer in order of first call (layers.csv row and module)"
-                             + (f", one name in {step}" if step > 1 else ""))
+    axes_list[-1].set_xticks(x, [f"{i} {name}" for i, name in enumerate(rows["module name"])],
+                             rotation=90, fontsize=8)
+    axes_list[-1].set_xlim(-0.7, len(rows) - 0.3)
+    axes_list[-1].set_xlabel("leaf layer in order of first call (layers.csv row and module)")
     axes_list[0].set_title("Leaf layers along the forward (the torchstat table; memory "
                            "converted from its MiB to MB)")
     figure.tight_layout()

@@ -34,6 +34,7 @@ def plot_split_timeline(timeline: np.ndarray, cuts: pd.DataFrame,
               markerfacecolor="none", label="Pareto front (bytes vs device FLOPs)")
     best = cuts[cuts["min_cut"]]
     axes.plot(best["position"], best["raw_bytes"] / 1e6, "*", color="C3", markersize=14,
+              clip_on=False, zorder=4,
               label=f"fewest bytes: {best['cut'].iloc[0]}" if len(best) else "fewest bytes")
     step = max(1, -(-len(stage_spans) // _MAX_LABELS))
     top = float(timeline.max() / 1e6) if len(timeline) else 1.0
@@ -45,8 +46,9 @@ def plot_split_timeline(timeline: np.ndarray, cuts: pd.DataFrame,
                       color="C1", transform=axes.get_xaxis_transform())
     axes.set_xlabel("operators run (position in the forward)")
     axes.set_ylabel("bytes alive across the cut (MB)")
-    axes.set_xlim(0, max(1, len(timeline) - 1))
-    axes.set_ylim(0, top * 1.05 if top > 0 else 1.0)
+    last = max(1, len(timeline) - 1)
+    axes.set_xlim(-0.02 * last, last * 1.02)  # room for a marker on the first or last operator
+    axes.set_ylim(-0.03 * top if top > 0 else 0.0, top * 1.05 if top > 0 else 1.0)
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4)
     if title:
