@@ -30,6 +30,7 @@ from .inputs import INPUT_KINDS, check_frames
 from .progress import ForwardProgress
 from .registry import create_model
 from .user_values import check_plain_config
+from .runtime import profile_in_runtime
 
 __all__ = ["ProfileRun", "run_profile", "resolve_device", "build_model", "make_inputs",
            "prepare"]
@@ -214,11 +215,19 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
                      warmup=warmup)
     model, inputs, attach, notes = prepare(cfg, device)
     running = deployment.running(device, str(cfg.model.name))
+    deployed, extra_files = deployment.metadata(model), {}
     try:
         with ForwardProgress(str(cfg.model.name)) as progress, running:
-            result = profile_model(model, inputs, collectors=collectors, warmup=warmup,
-                                   repeats=repeats, attach=attach, progress=progress,
-                                   timed_model=deployment.timed_model(model))
+            if deployment.runtime != "torch":
+                profiled, runtime_notes, extra_files = profile_in_runtime(
+                    cfg, deployment, model, inputs, collectors=collectors, warmup=warmup,
+                    repeats=repeats, attach=attach, progress=progress)
+                result, notes = profiled.result, notes + runtime_notes
+                deployed.update(profiled.deployment)
+            else:
+                result = profile_model(model, inputs, collectors=collectors, warmup=warmup,
+                                       repeats=repeats, attach=attach, progress=progress,
+                                       timed_model=deployment.timed_model(model))
     except BaseException as error:
         add_context(error, "input " + " + ".join(
             "x".join(map(str, t.shape)) for t in iter_tensors(inputs)))
@@ -227,7 +236,6 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     dtype = roofline_dtype(cfg, device.type)
     if dtype == "tf32" and (cfg.get("roofline") or {}).get("dtype") is None:
         notes.append(TF32_NOTE)
-    extra_files = {}
     if cfg.get("trace", False):
         from profiling.trace.export import trace_forward
 
@@ -240,7 +248,7 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
         ceilings_source=_ceilings_reference(cfg, ceilings) if ceilings is not None else None,
         metadata={"device": str(device), "overrides": _job_overrides(),
                   "checkpoint": getattr(model, "checkpoint_file", None),
-                  "deployment": deployment.metadata(model)})
+                  "deployment": deployed})
     files.update(extra_files)
     paths = write_folder(run_dir, files, overwrite=bool(cfg.run.get("overwrite", False)))
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):

@@ -44,6 +44,7 @@ class Deployment:
     channels_last: bool = False
     compile: bool = False
     compile_mode: str = "default"
+    runtime: str = "torch"
 
     @classmethod
     def from_config(cls, run: Mapping[str, Any]) -> "Deployment":
@@ -56,8 +57,8 @@ class Deployment:
 
     @property
     def torch_dtype(self) -> torch.dtype:
-        """``run.dtype`` as a torch type."""
-        return DTYPES[self.dtype]
+        """``run.dtype`` as a torch type (float32 for int8: the runtime quantises)."""
+        return DTYPES.get(self.dtype, torch.float32)
 
     @property
     def is_default(self) -> bool:
@@ -72,6 +73,11 @@ class Deployment:
             timed: whether the run has timed forwards (compilation serves only those).
             warmup: the run's warm-up forwards (compilation needs one).
         """
+        if self.runtime != "torch" or self.dtype == "int8":
+            from .runtime import check_runtime
+
+            check_runtime(self, device)
+            return
         if self.autocast and self.dtype == "float32":
             raise ConfigError("run.autocast=true needs run.dtype=bfloat16 or float16, the type "
                               "autocast computes in; run.dtype=float32 leaves nothing to cast")
@@ -99,7 +105,7 @@ class Deployment:
         stay float32 and autocast casts per operator. ``channels_last`` puts the model and
         every 4-D input in ``torch.channels_last``.
         """
-        cast = self.dtype != "float32" and not self.autocast
+        cast = self.dtype in ("float16", "bfloat16") and not self.autocast
         if cast:
             model = model.to(self.torch_dtype)
         if self.channels_last:
@@ -111,7 +117,8 @@ class Deployment:
     def _cast_input(self, value: Any) -> Any:
         if not isinstance(value, torch.Tensor):
             return value
-        if value.is_floating_point() and self.dtype != "float32" and not self.autocast:
+        if value.is_floating_point() and self.dtype in ("float16", "bfloat16") and \
+                not self.autocast:
             value = value.to(self.torch_dtype)
         if self.channels_last and value.dim() == 4:
             value = value.contiguous(memory_format=torch.channels_last)
@@ -144,7 +151,7 @@ class Deployment:
             return []
         notes = [f"as deployed: {self.describe()}"]
         parts = model.float32_parts() if hasattr(model, "float32_parts") else {}
-        if self.dtype != "float32" and parts:
+        if self.dtype in ("float16", "bfloat16") and parts:
             notes.append("kept in float32: " + "; ".join(f"{stage}: {what}"
                                                           for stage, what in parts.items()))
         if self.compile:
@@ -158,19 +165,23 @@ class Deployment:
         """One phrase: ``bfloat16 weights and inputs, channels-last, compiled``."""
         if self.autocast:
             words = [f"float32 weights under torch.autocast({self.dtype})"]
+        elif self.dtype == "int8":
+            words = ["int8 weights and activations (static post-training quantisation)"]
         else:
             words = [f"{self.dtype} weights and inputs"]
         if self.channels_last:
             words.append("channels-last")
         if self.compile:
             words.append(f"compiled ({self.compile_mode})")
+        if self.runtime != "torch":
+            words.append(f"run by {self.runtime}")
         return ", ".join(words)
 
     def metadata(self, model: torch.nn.Module) -> dict[str, Any]:
         """The ``deployment`` entry of ``meta.json``: the options, the float32 parts (of a
         half-precision run) and the compiler's graph counts (of a compiled one)."""
         entry: dict[str, Any] = asdict(self)
-        if self.dtype != "float32" and hasattr(model, "float32_parts"):
+        if self.dtype in ("float16", "bfloat16") and hasattr(model, "float32_parts"):
             entry["float32_parts"] = dict(model.float32_parts())
         if self.compile:
             entry.update(compile_report().as_dict())

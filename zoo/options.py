@@ -308,7 +308,8 @@ SCHEMA: dict[str, Checker] = {
     "run.seed": Integer(minimum=0, maximum=MAX_SEED),
     "run.overwrite": Boolean(),
     # the network as deployed (zoo/deploy.py)
-    "run.dtype": Choice(("float32", "float16", "bfloat16")),
+    "run.dtype": Choice(("float32", "float16", "bfloat16", "int8")),  # int8: with a runtime
+    "run.runtime": Choice(("torch", "onnxruntime", "openvino")),  # zoo/runtime.py
     "run.autocast": Boolean(),
     "run.channels_last": Boolean(),
     "run.compile": Boolean(),

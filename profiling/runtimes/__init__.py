@@ -1,0 +1,36 @@
+"""The network as an inference runtime runs it: ONNX Runtime and OpenVINO, float32 and int8.
+
+:func:`profile_runtime` gives the stage table of :func:`~profiling.runner.profile_model` (same
+stage names, payload, counts and time columns) with the times taken from the runtime's own
+profiler, mapped back to the stages through the exported graph (docs/runtimes.md). The runtimes
+are optional: ``pip install 'stagezoo[runtimes]'``; :func:`missing_packages` says what is
+missing for a runtime. Importing this package loads neither torch nor a runtime.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any
+
+__all__ = ["RUNTIMES", "missing_packages", "profile_runtime", "RuntimeProfile", "EXTRA"]
+
+#: The runtimes, and the packages each needs (float32; int8 adds the second tuple).
+RUNTIMES = {"onnxruntime": (("onnx", "onnxscript", "onnxruntime"), ()),
+            "openvino": (("onnx", "onnxscript", "openvino"), ("nncf",))}
+
+#: The optional extra that installs every runtime.
+EXTRA = "runtimes"
+
+
+def missing_packages(runtime: str, dtype: str = "float32") -> list[str]:
+    """The packages that ``runtime`` needs for ``dtype`` and that are not installed."""
+    needed, for_int8 = RUNTIMES[runtime]
+    wanted = needed + (for_int8 if dtype == "int8" else ())
+    return [name for name in wanted if importlib.util.find_spec(name) is None]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("profile_runtime", "RuntimeProfile"):
+        return getattr(importlib.import_module(".profile", __name__), name)
+    raise AttributeError(f"module 'profiling.runtimes' has no attribute '{name}'")

@@ -1,0 +1,123 @@
+"""Export a staged model to ONNX, each node tagged with the stages open when it was traced.
+
+While the exporter traces the forward, a :class:`TaggingSession` stands in for a profiling
+session: every stage marker and every attached module enters
+``torch.fx.traceback.annotate({"stage": path})``, where ``path`` is the stack of open stage
+calls, ``outer#0/inner#2`` (``name#call_index``). Code stages (``with stage(...)`` around code,
+not a module) are tagged the same way as module stages. The exporter does not copy the tag into
+ONNX, so each ONNX node is looked up in the exported program by the last entry of its
+``pkg.torch.onnx.name_scopes`` (the FX node it came from) and the tag is read there.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import torch
+import torch.fx.traceback as fx_traceback
+from torch.utils._pytree import tree_flatten
+
+from ..stages.attach import attach_stages
+from ..stages.markers import StageCall
+from ..stages.session import Session
+
+__all__ = ["TaggingSession", "ExportedModel", "export_onnx", "stage_path", "STAGE_KEY"]
+
+#: The key of the tag in an FX node's ``meta["custom"]``.
+STAGE_KEY = "stagezoo_stage"
+_NAME_SCOPES = "pkg.torch.onnx.name_scopes"
+
+
+def stage_path(stack: Sequence[StageCall]) -> str:
+    """``outer#0/inner#2``: the open stage calls, outermost first, with their call index."""
+    return "/".join(f"{call.name}#{call.call_index}" for call in stack)
+
+
+class TaggingSession(Session):
+    """A session without collectors whose open stages annotate the nodes being traced."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._annotations: dict[int, AbstractContextManager] = {}
+
+    def enter_stage(self, name: str, inputs: Any) -> StageCall:
+        call = super().enter_stage(name, inputs)
+        annotation = fx_traceback.annotate({STAGE_KEY: stage_path(self._stack)})
+        annotation.__enter__()
+        self._annotations[call.index] = annotation
+        return call
+
+    def exit_stage(self, call: StageCall) -> None:
+        before = list(self._stack)
+        super().exit_stage(call)
+        for closed in reversed(before[len(self._stack):]):
+            self._annotations.pop(closed.index).__exit__(None, None, None)
+
+
+@dataclass
+class ExportedModel:
+    """An ONNX file and what each of its nodes belongs to.
+
+    Attributes:
+        path: the ``.onnx`` file.
+        node_stages: ONNX node name -> stage path (``""``: no stage open).
+        input_names, output_names: the graph's inputs and outputs, in the order of the
+            flattened model inputs and outputs.
+    """
+
+    path: Path
+    node_stages: dict[str, str]
+    input_names: list[str]
+    output_names: list[str]
+
+    def save_map(self) -> Path:
+        """Write ``node_stages`` beside the model (``<name>.stages.json``) and return its path."""
+        target = self.path.with_suffix(".stages.json")
+        target.write_text(json.dumps(self.node_stages, indent=0, sort_keys=True))
+        return target
+
+
+def _flat_inputs(inputs: Any) -> tuple[Any, ...]:
+    return tuple(inputs) if not isinstance(inputs, Mapping) else ()
+
+
+def export_onnx(model: torch.nn.Module, inputs: Any, path: Path, *,
+                attach: Mapping[str, str] | None = None, opset: int = 18) -> ExportedModel:
+    """Export ``model(*inputs)`` (or ``model(**inputs)``) to ``path`` with stage tags.
+
+    Raises whatever the exporter raises when the model cannot be exported.
+    """
+    args = _flat_inputs(inputs)
+    kwargs = dict(inputs) if isinstance(inputs, Mapping) else None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with fx_traceback.preserve_node_meta(), attach_stages(model, attach or {}), \
+            TaggingSession(), torch.inference_mode(False), torch.no_grad():
+        program = torch.onnx.export(model, args, kwargs=kwargs, dynamo=True, opset_version=opset,
+                                    optimize=True, verbose=False, report=False)
+    tags = {node.name: (node.meta.get("custom") or {}).get(STAGE_KEY, "")
+            for node in program.exported_program.graph.nodes}
+    proto = program.model_proto
+    node_stages = {}
+    for node in proto.graph.node:
+        scopes = _name_scopes(node)
+        node_stages[node.name] = tags.get(scopes[-1], "") if scopes else ""
+    program.save(str(path))
+    count = len(tree_flatten((args, kwargs or {}))[0])
+    return ExportedModel(path, node_stages, [v.name for v in proto.graph.input][:count],
+                         [v.name for v in proto.graph.output])
+
+
+def _name_scopes(node: Any) -> list[str]:
+    """The module path and FX node of an exported ONNX node (its name-scope metadata)."""
+    for prop in node.metadata_props:
+        if prop.key == _NAME_SCOPES:
+            value = prop.value
+            try:
+                return list(json.loads(value))
+            except ValueError:
+                return [s.strip(" '") for s in value.strip("[]").split(",")]
+    return []

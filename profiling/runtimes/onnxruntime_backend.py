@@ -1,0 +1,104 @@
+"""ONNX Runtime: a session with its profiler on, and per-node times read from its trace.
+
+The profiler writes a Chrome-trace JSON: one ``model_run`` event per ``run()`` and one
+``<node>_kernel_time`` event per node executed, in microseconds. Node names are those of the
+optimised graph, which the session saves (``optimized_model_filepath``) so that a node whose
+name leads nowhere is placed by the values it produces.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .graph import load_graph
+
+__all__ = ["OnnxRuntimeBackend"]
+
+_KERNEL = "_kernel_time"
+
+
+class OnnxRuntimeBackend:
+    """An ONNX Runtime session of one model on one execution provider.
+
+    Args:
+        path: the ``.onnx`` file.
+        workdir: where the profiler trace and the optimised graph go.
+        provider: ``CPUExecutionProvider``, ``CUDAExecutionProvider``, ...
+        profile: turn the runtime's profiler on.
+    """
+
+    name = "onnxruntime"
+
+    def __init__(self, path: Path, workdir: Path, *, provider: str = "CPUExecutionProvider",
+                 profile: bool = True) -> None:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        if profile:
+            options.enable_profiling = True
+            options.profile_file_prefix = str(workdir / f"{path.stem}.ort_profile")
+            options.optimized_model_filepath = str(workdir / f"{path.stem}.ort_optimized.onnx")
+        self.provider = provider
+        self.session = ort.InferenceSession(str(path), options, providers=[provider])
+        self.input_names = [i.name for i in self.session.get_inputs()]
+        self.optimized_path = Path(options.optimized_model_filepath) if profile else None
+        self.version = ort.__version__
+
+    def run(self, feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """One inference; the outputs in the graph's order."""
+        return self.session.run(None, dict(zip(self.input_names, feeds)))
+
+    def node_times(self, skip_runs: int) -> list[dict[str, float]]:
+        """Ends profiling: per-node times (ms) of each ``run()`` after the first ``skip_runs``."""
+        events = json.loads(Path(self.session.end_profiling()).read_text())
+        runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                      if e.get("name") == "model_run")
+        per_run: list[dict[str, float]] = [{} for _ in runs]
+        for event in events:
+            name = event.get("name", "")
+            if event.get("cat") != "Node" or not name.endswith(_KERNEL):
+                continue
+            index = next((i for i, (start, stop) in enumerate(runs)
+                          if start <= event["ts"] <= stop), None)
+            if index is not None:
+                node = name[:-len(_KERNEL)]
+                per_run[index][node] = per_run[index].get(node, 0.0) + event["dur"] / 1e3
+        return per_run[skip_runs:]
+
+    def aliases(self) -> dict[str, list[str]]:
+        """Each optimised node's name -> the values it reads and writes (where a name that
+        leads nowhere is placed from)."""
+        if self.optimized_path is None or not self.optimized_path.is_file():
+            return {}
+        graph = load_graph(self.optimized_path)
+        names: dict[str, list[str]] = {}
+        for value, node in graph.producers.items():
+            names.setdefault(node, []).append(value)
+        for value, readers in graph.consumers.items():
+            for node in readers:
+                names.setdefault(node, []).append(value)
+        return names
+
+    def describe(self) -> dict[str, Any]:
+        """The runtime, its version and execution provider (``meta.json``)."""
+        return {"runtime": self.name, "version": self.version,
+                "execution_provider": self.provider}
+
+
+def cuda_provider_available() -> bool:
+    """Whether this ONNX Runtime has the CUDA execution provider."""
+    import onnxruntime as ort
+
+    return "CUDAExecutionProvider" in ort.get_available_providers()
+
+
+def default_provider(device_type: str) -> str:
+    """The execution provider for a ``device`` (CUDA where asked for and present)."""
+    return "CUDAExecutionProvider" if device_type == "cuda" else "CPUExecutionProvider"
+
+

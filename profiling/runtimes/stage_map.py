@@ -1,0 +1,97 @@
+"""From a runtime's node names back to stage paths.
+
+Runtimes rename what they optimise: ONNX Runtime names a fused or re-laid-out node after its
+output value and adds suffixes (``relu_nchwc``, ``x_token_3``, ``y_QuantizeLinear``); OpenVINO
+keeps the ONNX node names and inserts reorders named after the nodes they serve. A
+:class:`StageMap` answers for any such name by trying, in order: the exported node of that name,
+the node that produced a value of that name, the same after stripping one known suffix, and the
+``/``-separated prefix, and the exported node whose name ends the name (OpenVINO's reorders,
+``x_abcd_acdb_node_Conv_3``). What it cannot place maps to ``None`` (the ``other`` row).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Mapping, Optional
+
+__all__ = ["StageMap", "enclosing_paths"]
+
+_SUFFIX = re.compile(r"(_nchwc|_token_\d+|_QuantizeLinear(_Output)?|_DequantizeLinear(_Output)?"
+                     r"|_quantized|_output_\d+|_\d+_reorder|_fused|_kernel_time)$")
+
+
+def enclosing_paths(path: str) -> list[str]:
+    """``a#0/b#1`` -> ``["a#0", "a#0/b#1"]``: the stage call and every call around it."""
+    parts = path.split("/") if path else []
+    return ["/".join(parts[:i + 1]) for i in range(len(parts))]
+
+
+class StageMap:
+    """Stage paths of exported nodes, looked up by the names a runtime reports.
+
+    Args:
+        node_stages: exported node name -> stage path (``""`` outside every stage).
+        producers: value name -> name of the exported node that produces it.
+        aliases: more names (e.g. a runtime's own nodes) -> exported node names.
+        input_readers: graph input -> the exported node that reads it first: converting an
+            input (quantising it, changing its layout) counts to the stage that reads it.
+    """
+
+    def __init__(self, node_stages: Mapping[str, str], producers: Mapping[str, str],
+                 aliases: Optional[Mapping[str, Iterable[str]]] = None,
+                 input_readers: Optional[Mapping[str, str]] = None) -> None:
+        self.node_stages = dict(node_stages)
+        self.producers = {**dict(input_readers or {}), **dict(producers)}
+        self.aliases = {name: list(names) for name, names in (aliases or {}).items()}
+
+    def stage_of(self, name: str) -> Optional[str]:
+        """The stage path of the node a runtime calls ``name``; ``""`` for a node outside every
+        stage, ``None`` when the name leads to no exported node."""
+        seen = set()
+        candidates = [name]
+        while candidates:
+            candidate = candidates.pop(0)
+            if candidate in seen or not candidate:
+                continue
+            seen.add(candidate)
+            if candidate in self.node_stages:
+                return self.node_stages[candidate]
+            if candidate in self.producers:
+                return self.node_stages.get(self.producers[candidate])
+            candidates.extend(self.aliases.get(candidate, ()))
+            stripped = _SUFFIX.sub("", candidate)
+            if stripped != candidate:
+                candidates.append(stripped)
+            if "/" in candidate:
+                candidates.append(candidate.split("/")[0])
+        return self._by_ending(name.split("/")[0])
+
+    def _by_ending(self, name: str) -> Optional[str]:
+        """The stage of the longest exported node name that ends ``name`` after a ``_``."""
+        endings = [node for node in self.node_stages if name.endswith("_" + node)]
+        return self.node_stages[max(endings, key=len)] if endings else None
+
+    def derive(self, producers: Mapping[str, str]) -> dict[str, str]:
+        """The stage paths of another graph's nodes (a quantiser's, an optimiser's), given its
+        ``producers``: each node takes the stage of the value it produces (a fused node, that
+        of its last operator), else of its own name."""
+        nodes: dict[str, str] = {}
+        for value, node in producers.items():
+            if node not in nodes:
+                stage = self.stage_of(value)
+                nodes[node] = stage if stage is not None else (self.stage_of(node) or "")
+        return nodes
+
+    def stage_times(self, node_ms: Mapping[str, float]) -> tuple[dict[str, float], float]:
+        """Each stage call's time (its own nodes and those of the stages inside it), by path,
+        and the time of the nodes that map to no stage, from per-node times in ms."""
+        times: dict[str, float] = {}
+        unmapped = 0.0
+        for name, ms in node_ms.items():
+            path = self.stage_of(name)
+            if not path:
+                unmapped += ms
+                continue
+            for enclosing in enclosing_paths(path):
+                times[enclosing] = times.get(enclosing, 0.0) + ms
+        return times, unmapped

@@ -1,0 +1,152 @@
+"""Profiling as an inference runtime runs the network (profiling.runtimes, run.runtime).
+
+The mapping tests need no runtime; the others skip without the ``runtimes`` extra."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from profiling import profile_model, stage
+from profiling.payload import PayloadGroup, TensorLeaf
+from profiling.runtimes import missing_packages
+from profiling.runtimes.int8_payload import quantised_payload
+from profiling.runtimes.stage_map import StageMap, enclosing_paths
+
+needs_onnxruntime = pytest.mark.skipif(bool(missing_packages("onnxruntime", "int8")),
+                                       reason="the runtimes extra is not installed")
+needs_openvino = pytest.mark.skipif(bool(missing_packages("openvino", "int8")),
+                                    reason="the runtimes extra is not installed")
+
+ATTACH = {"encoder": "encoder", "conv": "encoder.0", "head": "head"}
+
+
+class Staged(nn.Module):
+    """Attached stages (encoder, conv inside it, head), a code stage and a repeated one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU())
+        self.head = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.encoder(x)
+        with stage("scale", x) as s:
+            x = s.output(x * 2.0)
+        for _ in range(2):
+            with stage("shift", x) as s:
+                x = s.output(x + 1.0)
+        return self.head(x)
+
+
+def _model_and_input() -> tuple[nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    return Staged().eval(), torch.randn(1, 3, 16, 16)
+
+
+def test_enclosing_paths_lists_every_call_around_a_stage():
+    assert enclosing_paths("a#0/b#1/c#0") == ["a#0", "a#0/b#1", "a#0/b#1/c#0"]
+    assert enclosing_paths("") == []
+
+
+def test_stage_map_follows_runtime_names_back_to_exported_nodes():
+    mapping = StageMap({"node_Conv_1": "enc#0", "node_relu": "enc#0/act#0", "node_add": ""},
+                       producers={"relu": "node_relu", "conv": "node_Conv_1"},
+                       aliases={"ReorderOutput": ["conv"]}, input_readers={"x": "node_Conv_1"})
+    assert mapping.stage_of("node_Conv_1_token_4") == "enc#0"  # a suffix stripped
+    assert mapping.stage_of("relu_nchwc") == "enc#0/act#0"  # named after its output value
+    assert mapping.stage_of("conv_QuantizeLinear") == "enc#0"
+    assert mapping.stage_of("ReorderOutput") == "enc#0"  # through the runtime's own graph
+    assert mapping.stage_of("node_Conv_1/fq_weights_1") == "enc#0"
+    assert mapping.stage_of("x_abcd_acdb_node_relu/WithoutBiases") == "enc#0/act#0"
+    assert mapping.stage_of("x_QuantizeLinear") == "enc#0"  # the input, where it is read
+    assert mapping.stage_of("node_add") == ""
+    assert mapping.stage_of("Transpose") is None
+    times, unmapped = mapping.stage_times({"relu_nchwc": 2.0, "node_Conv_1": 3.0,
+                                           "node_add": 0.5, "Transpose": 0.25})
+    assert times == {"enc#0": 5.0, "enc#0/act#0": 2.0}  # a parent includes its children
+    assert unmapped == 0.75
+
+
+def test_quantised_payload_counts_one_byte_per_quantised_element():
+    leaf = TensorLeaf((1, 8, 4, 4), torch.float32, "cpu", 512)
+    other = TensorLeaf((1, 2), torch.float32, "cpu", 8)
+    tree = PayloadGroup("tuple", ((0, leaf), (1, other)), 520)
+    result = quantised_payload(tree, [(1, 8, 4, 4)])
+    assert result.nbytes == 128 + 8
+    assert result.items[0][1].dtype == torch.int8 and result.items[1][1].dtype == torch.float32
+
+
+@needs_onnxruntime
+def test_export_tags_code_attached_and_repeated_stages(tmp_path):
+    from profiling.runtimes.export import export_onnx
+
+    model, x = _model_and_input()
+    exported = export_onnx(model, (x,), tmp_path / "model.onnx", attach=ATTACH)
+    assert set(exported.node_stages.values()) >= {"encoder#0", "scale#0", "shift#0",
+                                                  "shift#1", "head#0"}
+    assert exported.input_names == ["x"] and len(exported.output_names) == 1
+
+
+def _torch_stage_names(model: nn.Module, x: torch.Tensor) -> list[str]:
+    result = profile_model(model, (x,), collectors=["payload"], attach=ATTACH, repeats=1)
+    return list(result.stages["stage"])
+
+
+def _check_times_add_up(profiled) -> None:
+    """The top-level stages plus ``other`` are each timed forward (``other`` is what the
+    stages leave; where the runtime's node times overlap past the wall time it is 0), and
+    nearly all of the runtime's node time maps to stages."""
+    result = profiled.result
+    top = result.stages[result.stages["depth"] == 0]
+    assert list(top["stage"]) == ["encoder", "scale", "shift", "shift", "head", "other"]
+    for forward, forward_ms in zip(result.timed, result.forward_ms):
+        other = forward[-1].metrics["cpu_time_ms"]
+        stages_ms = sum(c.metrics["cpu_time_ms"] for c in forward[:-1] if c.depth == 0)
+        assert forward[-1].name == "other" and other >= 0
+        assert stages_ms + other == pytest.approx(max(forward_ms, stages_ms), rel=1e-9)
+    assert profiled.deployment["mapped_share"] > 0.9
+
+
+@needs_onnxruntime
+@pytest.mark.parametrize("runtime", ["onnxruntime", pytest.param("openvino", marks=needs_openvino)])
+def test_float32_run_has_the_torch_stages_and_times_that_add_up(runtime, tmp_path):
+    from profiling.runtimes import profile_runtime
+
+    model, x = _model_and_input()
+    profiled = profile_runtime(model, (x,), runtime=runtime, repeats=3, attach=ATTACH,
+                               workdir=tmp_path)
+    stages = profiled.result.stages
+    assert list(stages["stage"]) == _torch_stage_names(model, x) + ["other"]
+    assert set(stages["engine"]) == {runtime}
+    _check_times_add_up(profiled)
+    head = stages.set_index("stage").loc["head"]
+    assert head["out_bytes"] == 4 * 16 * 16 * 4  # [1, 4, 16, 16] float32
+    assert stages.set_index("stage").loc["head", "macs"] == 8 * 4 * 16 * 16  # 1x1 conv
+    reference = model(x).detach().numpy()
+    assert np.allclose(profiled.outputs[0], reference, atol=1e-5)
+    assert profiled.deployment["runtime"] == runtime
+
+
+@needs_onnxruntime
+@pytest.mark.parametrize("runtime", [
+    "onnxruntime", pytest.param("openvino", marks=[needs_openvino, pytest.mark.slow])])
+def test_int8_run_quantises_the_boundaries_to_one_byte_per_element(runtime, tmp_path):
+    from profiling.runtimes import profile_runtime
+
+    model, x = _model_and_input()
+    calibration = [(torch.randn(1, 3, 16, 16),) for _ in range(4)]
+    profiled = profile_runtime(model, (x,), runtime=runtime, dtype="int8", repeats=2,
+                               attach=ATTACH, calibration=calibration, workdir=tmp_path)
+    stages = profiled.result.stages.set_index("stage")
+    # the head's convolution reads its input quantised: [1, 8, 16, 16] at one byte each
+    assert stages.loc["head", "in_bytes"] == 8 * 16 * 16
+    assert stages.loc["head", "out_bytes"] == 4 * 16 * 16 * 4  # the float32 model output
+    assert stages.loc["head", "macs"] == 8 * 4 * 16 * 16  # counts do not change
+    difference = profiled.deployment["int8_output"]
+    assert 0 < difference["mean_abs_difference"] < 0.1
+    assert difference["max_abs_difference"] >= difference["mean_abs_difference"]
+    assert profiled.deployment["int8_speedup"] > 0
+    _check_times_add_up(profiled)

@@ -1,0 +1,130 @@
+"""``run.runtime`` and ``run.dtype=int8``: the network as an inference runtime runs it.
+
+:func:`check_runtime` refuses, with one line, what cannot run (a runtime that is not
+installed, ``device=meta``, a deployment option that only PyTorch has, int8 in PyTorch);
+:func:`profile_in_runtime` runs :func:`profiling.runtimes.profile_runtime` with the app's
+options and says in notes what the int8 model costs in accuracy (docs/runtimes.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
+import torch
+
+from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from profiling.runtimes import RuntimeProfile
+
+    from .deploy import Deployment
+
+__all__ = ["check_runtime", "profile_in_runtime", "int8_metric", "EXPORT_FOLDER"]
+
+_TORCH_ONLY = ("autocast", "channels_last", "compile")
+#: The run folder's subfolder of the exported (and quantised) ONNX files.
+EXPORT_FOLDER = "export"
+
+
+def check_runtime(deployment: "Deployment", device: torch.device) -> None:
+    """Raise a one-line :class:`ConfigError` unless ``deployment`` can run in its runtime on
+    ``device`` (the runtime's packages installed, the options it takes)."""
+    from profiling.errors import require_extra
+    from profiling.runtimes import EXTRA, missing_packages
+
+    runtime = deployment.runtime
+    if runtime == "torch":
+        raise ConfigError("run.dtype=int8 needs an inference runtime that quantises the model: "
+                          "add run.runtime=onnxruntime or run.runtime=openvino "
+                          "(pip install 'stagezoo[runtimes]')")
+    if device.type == "meta":
+        raise ConfigError(f"run.runtime={runtime} runs the exported model and device=meta "
+                          f"computes nothing; use device=cpu, or run.runtime=torch")
+    if deployment.dtype not in ("float32", "int8"):
+        raise ConfigError(f"run.runtime={runtime} runs run.dtype=float32 or int8, got "
+                          f"run.dtype={deployment.dtype}; use run.runtime=torch for 16-bit types")
+    used = [name for name in _TORCH_ONLY if getattr(deployment, name)]
+    if used:
+        raise ConfigError(f"run.{used[0]}=true is a PyTorch option and run.runtime={runtime} "
+                          f"runs the exported model; set run.{used[0]}=false")
+    for package in missing_packages(runtime, deployment.dtype):
+        require_extra(package, EXTRA, f"run.runtime={runtime}")
+    if device.type == "cuda" and runtime == "openvino":
+        raise ConfigError("run.runtime=openvino runs on device=cpu here; use device=cpu or "
+                          "run.runtime=onnxruntime for the GPU")
+    if device.type == "cuda" and deployment.dtype == "int8":
+        raise ConfigError("run.dtype=int8 runs on device=cpu here (the quantised operators are "
+                          "CPU kernels); use device=cpu")
+
+
+def int8_metric(model_name: str, reference: Any, outputs: Sequence[Any]) -> dict[str, float]:
+    """One cheap task metric between the float32 output and the int8 runtime's: top-1
+    agreement for a classifier's logits ``[B, classes]``, end-point error for a flow
+    ``[B, 2, H, W]`` (the last one the model returns)."""
+    import numpy as np
+    from torch.utils._pytree import tree_flatten
+
+    expected = [t.float().cpu().numpy() for t in tree_flatten(reference)[0]
+                if isinstance(t, torch.Tensor)]
+    if not expected or not outputs:
+        return {}
+    first, got = expected[0], np.asarray(outputs[0], dtype=np.float32)
+    if first.ndim == 2 and got.shape == first.shape and model_name in ("torchvision", "timm"):
+        return {"top1_agreement": float((first.argmax(1) == got.argmax(1)).mean())}
+    last, got = expected[-1], np.asarray(outputs[len(expected) - 1], dtype=np.float32)
+    if model_name.startswith("gmflow") and last.ndim == 4 and last.shape[1] == 2 and \
+            got.shape == last.shape:
+        return {"end_point_error_px": float(np.sqrt(((last - got) ** 2).sum(1)).mean())}
+    return {}
+
+
+def _speed_notes(info: dict[str, Any]) -> list[str]:
+    speedup = info.get("int8_speedup")
+    if speedup is None or speedup >= 1:
+        return []
+    return [f"int8 is slower than float32 in {info['runtime']} here: "
+            f"{info['float32_forward_ms_median']:.3g} ms in float32, {1 / speedup:.2f}x that in "
+            f"int8 (the quantised operators this CPU runs fast decide it; see docs/runtimes.md)"]
+
+
+def profile_in_runtime(cfg: Any, deployment: "Deployment", model: torch.nn.Module,
+                       inputs: Any, *, collectors: Sequence[str], warmup: int, repeats: Any,
+                       attach: dict[str, str], progress: Optional[Callable] = None
+                       ) -> tuple["RuntimeProfile", list[str], dict[str, bytes]]:
+    """Profile in ``run.runtime``; the notes of the run (the runtime, the share of its time
+    mapped to stages, int8 against float32) and the exported files for the run folder
+    (``export/model.onnx``, and ``export/model.int8.onnx`` from ONNX Runtime's quantiser)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from profiling.runtimes import profile_runtime
+
+    workdir = Path(tempfile.mkdtemp(prefix="stagezoo-export-"))
+    try:
+        profiled = profile_runtime(model, inputs, runtime=deployment.runtime,
+                                   dtype=deployment.dtype, warmup=warmup, repeats=repeats,
+                                   collectors=collectors, attach=attach, workdir=workdir,
+                                   progress=progress)
+        files = {f"{EXPORT_FOLDER}/{path.name}": path.read_bytes()
+                 for path in {profiled.exported.path, profiled.run_file} if path is not None}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    info = profiled.deployment
+    info["exported_file"] = f"{EXPORT_FOLDER}/{profiled.exported.path.name}"
+    if "quantised_file" in info:
+        info["quantised_file"] = f"{EXPORT_FOLDER}/{profiled.run_file.name}"
+    notes = _speed_notes(info) + [f"run by {info['runtime']} {info['version']} ({info['execution_provider']}), "
+             f"{deployment.dtype}; {100 * (info.get('mapped_share') or 0):.1f}% of its node "
+             f"time maps to stages, the rest and the runtime's own work is the 'other' row"]
+    if deployment.dtype == "int8":
+        images = cfg.input.get("images")
+        info["calibration"] = "input.images" if images else "the run's own seeded inputs"
+        info["int8_output"].update(int8_metric(str(cfg.model.name), profiled.result.output,
+                                               profiled.outputs))
+        difference = ", ".join(f"{k} {v:.4g}" for k, v in info["int8_output"].items())
+        notes.append(f"int8 (static post-training quantisation, calibrated on "
+                     f"{info['calibration']}) against float32: {difference}"
+                     + ("" if images or cfg.model.get("checkpoint") else
+                        "; with random weights this is no accuracy figure"))
+    return profiled, notes, files
