@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from profiling import profile_model, stage
-from profiling.payload import PayloadGroup, TensorLeaf
+from profiling.stages import PayloadGroup, TensorLeaf
 from profiling.runtimes import missing_packages
 from profiling.runtimes.int8_payload import quantised_payload
 from profiling.runtimes.stage_map import StageMap, enclosing_paths
@@ -96,17 +96,18 @@ def _torch_stage_names(model: nn.Module, x: torch.Tensor) -> list[str]:
 
 
 def _check_times_add_up(profiled) -> None:
-    """The top-level stages plus ``other`` are each timed forward (``other`` is what the
-    stages leave; where the runtime's node times overlap past the wall time it is 0), and
-    nearly all of the runtime's node time maps to stages."""
+    """The top-level stages plus ``other`` are each timed forward, the stages inside
+    ``encoder`` plus ``encoder/other`` are ``encoder``, and nearly all of the runtime's node
+    time maps to stages."""
     result = profiled.result
     top = result.stages[result.stages["depth"] == 0]
     assert list(top["stage"]) == ["encoder", "scale", "shift", "shift", "head", "other"]
     for forward, forward_ms in zip(result.timed, result.forward_ms):
-        other = forward[-1].metrics["cpu_time_ms"]
-        stages_ms = sum(c.metrics["cpu_time_ms"] for c in forward[:-1] if c.depth == 0)
-        assert forward[-1].name == "other" and other >= 0
-        assert stages_ms + other == pytest.approx(max(forward_ms, stages_ms), rel=1e-9)
+        times = {c.name: c.metrics["cpu_time_ms"] for c in forward}
+        assert sum(c.metrics["cpu_time_ms"] for c in forward if c.depth == 0) == \
+            pytest.approx(forward_ms, rel=1e-9)
+        assert times["conv"] + times["encoder/other"] == pytest.approx(times["encoder"])
+        assert all(value >= 0 for name, value in times.items() if "other" not in name)
     assert profiled.deployment["mapped_share"] > 0.9
 
 
@@ -119,7 +120,8 @@ def test_float32_run_has_the_torch_stages_and_times_that_add_up(runtime, tmp_pat
     profiled = profile_runtime(model, (x,), runtime=runtime, repeats=3, attach=ATTACH,
                                workdir=tmp_path)
     stages = profiled.result.stages
-    assert list(stages["stage"]) == _torch_stage_names(model, x) + ["other"]
+    assert list(stages["stage"]) == _torch_stage_names(model, x)
+    assert "encoder/other" in list(stages["stage"])
     assert set(stages["engine"]) == {runtime}
     _check_times_add_up(profiled)
     head = stages.set_index("stage").loc["head"]
@@ -150,3 +152,36 @@ def test_int8_run_quantises_the_boundaries_to_one_byte_per_element(runtime, tmp_
     assert difference["max_abs_difference"] >= difference["mean_abs_difference"]
     assert profiled.deployment["int8_speedup"] > 0
     _check_times_add_up(profiled)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["run.dtype=int8"], "run.dtype=int8 needs an inference runtime"),
+    (["run.runtime=onnxruntime", "device=meta"], "device=meta computes nothing"),
+    (["run.runtime=openvino", "run.dtype=bfloat16"], "runs run.dtype=float32 or int8"),
+    (["run.runtime=onnxruntime", "run.channels_last=true"], "run.channels_last=true is a "
+                                                            "PyTorch option"),
+])
+def test_runtime_combinations_that_cannot_run_are_one_line_refusals(overrides, message,
+                                                                    tmp_path):
+    from zoo.app import run_profile
+    from zoo.cli import compose_config
+    from zoo.errors import ConfigError
+
+    cfg = compose_config(["model=swiftnet", "input.size=[32,32]", *overrides])
+    with pytest.raises(ConfigError, match=message):
+        run_profile(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_unknown_runtime_and_a_missing_extra_are_refused(monkeypatch, tmp_path):
+    from profiling.errors import MissingExtra
+    from zoo.cli import check_overrides, compose_config
+    from zoo.app import run_profile
+
+    assert "accepted: one of torch, onnxruntime, openvino" in check_overrides(
+        ["run.runtime=tensorflow"])
+    monkeypatch.setattr("profiling.runtimes.missing_packages", lambda runtime, dtype: ["nncf"])
+    monkeypatch.setitem(__import__("sys").modules, "nncf", None)
+    cfg = compose_config(["model=swiftnet", "run.runtime=openvino", "run.dtype=int8"])
+    with pytest.raises(MissingExtra, match=r"pip install 'stagezoo\[runtimes\]'"):
+        run_profile(cfg, tmp_path / "run")

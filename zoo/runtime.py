@@ -8,16 +8,11 @@ options and says in notes what the int8 model costs in accuracy (docs/runtimes.m
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 
 from .errors import ConfigError
-
-if TYPE_CHECKING:
-    from profiling.runtimes import RuntimeProfile
-
-    from .deploy import Deployment
 
 __all__ = ["check_runtime", "profile_in_runtime", "int8_metric", "EXPORT_FOLDER"]
 
@@ -26,8 +21,9 @@ _TORCH_ONLY = ("autocast", "channels_last", "compile")
 EXPORT_FOLDER = "export"
 
 
-def check_runtime(deployment: "Deployment", device: torch.device) -> None:
-    """Raise a one-line :class:`ConfigError` unless ``deployment`` can run in its runtime on
+def check_runtime(deployment: Any, device: torch.device) -> None:
+    """Raise a one-line :class:`ConfigError` unless ``deployment`` (a
+    :class:`~zoo.deploy.Deployment`) can run in its runtime on
     ``device`` (the runtime's packages installed, the options it takes)."""
     from profiling.errors import require_extra
     from profiling.runtimes import EXTRA, missing_packages
@@ -87,11 +83,11 @@ def _speed_notes(info: dict[str, Any]) -> list[str]:
             f"int8 (the quantised operators this CPU runs fast decide it; see docs/runtimes.md)"]
 
 
-def profile_in_runtime(cfg: Any, deployment: "Deployment", model: torch.nn.Module,
+def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,
                        inputs: Any, *, collectors: Sequence[str], warmup: int, repeats: Any,
                        attach: dict[str, str], progress: Optional[Callable] = None
-                       ) -> tuple["RuntimeProfile", list[str], dict[str, bytes]]:
-    """Profile in ``run.runtime``; the notes of the run (the runtime, the share of its time
+                       ) -> tuple[Any, list[str], dict[str, bytes]]:
+    """Profile in ``run.runtime``: the :class:`profiling.runtimes.RuntimeProfile`, the notes of the run (the runtime, the share of its time
     mapped to stages, int8 against float32) and the exported files for the run folder
     (``export/model.onnx``, and ``export/model.int8.onnx`` from ONNX Runtime's quantiser)."""
     import shutil
