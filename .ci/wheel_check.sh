@@ -7,15 +7,14 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
-python3 -m pip wheel --quiet --no-deps -w "$WORK/dist" "$ROOT"
+python3 -m venv "$WORK/venv"
+PIP="$WORK/venv/bin/python -m pip"
+$PIP install --quiet --upgrade pip
+$PIP wheel --quiet --no-deps -w "$WORK/dist" "$ROOT"
 WHEEL="$(ls "$WORK"/dist/stagezoo-*.whl)"
 SIZE=$(stat -c %s "$WHEEL")
 echo "wheel: $(basename "$WHEEL"), $SIZE bytes"
 [ "$SIZE" -lt 5000000 ] || { echo "the wheel is over 5 MB"; exit 1; }
-
-python3 -m venv "$WORK/venv"
-PIP="$WORK/venv/bin/python -m pip"
-$PIP install --quiet --upgrade pip
 $PIP install --quiet -c "$ROOT/constraints.txt" "$WHEEL"
 export PATH="$WORK/venv/bin:$PATH"
 
