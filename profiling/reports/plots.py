@@ -160,7 +160,8 @@ def _mark_zero_bytes(axes, x: np.ndarray, sizes: np.ndarray) -> None:
     zero = sizes == 0
     if zero.any():
         axes.plot(x[zero], np.zeros(zero.sum()), "x", color=ZERO_MARK, markersize=8, mew=2,
-                  clip_on=False, zorder=3, label="output of 0 bytes", transform=axes.get_xaxis_transform())
+                  clip_on=False, zorder=3, label="output of 0 bytes",
+                  transform=axes.get_xaxis_transform())
 
 
 #: A memory panel whose every figure is below this (MB) is left out when another has more: the

@@ -82,6 +82,7 @@ def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
         values=versions[0][1], branchvalues="remainder", customdata=[ROOT, *calls["key"]],
         hovertext=versions[0][2], hovertemplate="%{hovertext}<extra></extra>",
         marker={"line": {"width": 1, "color": "#fff"}}, tiling={"orientation": "v"},
+        root={"color": "#cbd3de"},
         maxdepth=-1, sort=False))
     buttons = [{"label": label, "method": "restyle",
                 "args": [{"values": [values], "hovertext": [hover]}]}
@@ -134,7 +135,8 @@ def payload_figure(stages: pd.DataFrame) -> Any:
                            customdata=calls["key"][shown],
                            hovertemplate="%{x}<br>alive across the cut %{y:.4g} MB<extra></extra>")
     figure.update_layout(
-        barmode="overlay", height=420, margin={"t": 20, "l": 70, "r": 10, "b": 10},
+        barmode="overlay", height=360 + 6 * min(max(map(len, labels), default=0), 60),
+        margin={"t": 20, "l": 70, "r": 10, "b": 10},
         yaxis={"title": {"text": "MB (1e6 bytes)"}, "type": scale},
         xaxis={"type": "category", "tickangle": -60, "automargin": True},
         legend={"orientation": "h", "y": 1.08})

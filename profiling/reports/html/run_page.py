@@ -116,9 +116,9 @@ def _split_section(stages: pd.DataFrame, page: Page) -> Optional[Section]:
                        text_cell(row["latency (ms)"], "")], key=row["key"], name=row["best cut"])
         body += "<h3>The best cut</h3>" + table.render()
     source = ("bytes alive across each cut (liveness collector)" if "cut_bytes" in stages
-              else "the output payload of the stage before each cut (a lower bound: tensors "
-                   "that skip over the cut are not counted; collectors=[...,liveness] counts "
-                   "them)")
+              else "the larger of the output of the stage before each cut and the input of "
+                   "the stage after it (a lower bound: tensors that jump over the next stage "
+                   "are not counted; collectors=[...,liveness] counts them)")
     return Section("Split view", body, anchor="split",
                    note=f"Cutting the forward after each top-level stage: {source}. Latency "
                         f"= device time up to the cut + transfer + server time after it, with "
@@ -153,7 +153,7 @@ def run_page(record: RunRecord, *, defaults: Optional[Mapping[str, Any]] = None)
                  "a block to zoom into it and pin it in every chart."))
     page.charts["payload"] = payload_figure(stages)
     page.sections.append(Section(
-        "Payload across stage boundaries", chart_placeholder("payload", 420), anchor="payload",
+        "Payload across stage boundaries", chart_placeholder("payload"), anchor="payload",
         note="What each stage call outputs (MB: 1e6 bytes), in forward order, coloured by "
              "nesting depth; an x marks an output of 0 bytes."))
     ceilings, dtype = _ceilings(meta)

@@ -2,8 +2,9 @@
 end-to-end latency of each cut against the link's bandwidth, with the best cut.
 
 The cuts are the input and the boundary after each top-level stage call. Their bytes are
-those alive across the cut where the liveness collector ran (``cut_bytes``), else the stage's
-output payload (a lower bound: a skip connection that jumps the cut is not counted). The
+those alive across the cut where the liveness collector ran (``cut_bytes``), else the larger
+of the stage's output and the next stage's input (a lower bound: a tensor that jumps over the
+next stage is not counted). The
 latency is :func:`profiling.split_latency.split_latency` with this run's times on the device
 and, on the server, the same times divided by a speed-up (1, 4 or 16, picked with buttons);
 the round-trip time is left out, being the same for every cut. ``python -m zoo.split`` does
@@ -38,7 +39,10 @@ def top_level_cuts(stages: pd.DataFrame) -> pd.DataFrame:
     shape :func:`~profiling.split_latency.split_latency` reads (``raw_bytes`` per cut) plus
     each cut's ``key`` (the stage call it follows)."""
     calls = stages[(stages["kind"] == "stage") & (stages["depth"] == 0)].sort_values("order")
-    crossing = pd.to_numeric(calls["out_bytes"], errors="coerce")
+    produced = pd.to_numeric(calls["out_bytes"], errors="coerce").to_numpy(float)
+    needed = np.append(pd.to_numeric(calls["in_bytes"], errors="coerce").to_numpy(float)[1:],
+                       0.0)
+    crossing = pd.Series(np.fmax(produced, needed), index=calls.index)
     if "cut_bytes" in calls:
         crossing = pd.to_numeric(calls["cut_bytes"], errors="coerce").fillna(crossing)
     first_input = float(pd.to_numeric(calls["in_bytes"], errors="coerce").iloc[0]) \
