@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
     from ..stages.markers import StageCall
@@ -52,6 +52,11 @@ class Collector:
     def bind(self, model: Any, inputs: Any) -> None:
         """Called once by the runner with the model and its inputs, before any forward; a
         collector that needs them (per-module records, the inputs' liveness) keeps them."""
+
+    def use_copies(self, copies: Mapping[int, Any]) -> None:
+        """Called by the runner before each forward with ``{id(tensor): copy}``: every pass
+        gets its own copy of the inputs' tensors, so a collector that follows the bound
+        inputs' tensors follows these copies instead."""
 
     def start_forward(self) -> None:
         """Called before a forward pass begins."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import gc
 import sys
 import weakref
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
@@ -201,6 +201,7 @@ class Liveness(Collector):
         self.op_flops = np.zeros(0, np.int64)
         self.op_bytes = np.zeros(0, np.int64)
         self.stage_spans: list[tuple[StageCall, int, int]] = []
+        self._copies: Mapping[int, Any] = {}
         self._reset()
 
     def _reset(self) -> None:
@@ -297,14 +298,18 @@ class Liveness(Collector):
         if self.inputs is None:
             self.inputs = inputs
 
+    def use_copies(self, copies: Mapping[int, Any]) -> None:
+        """Follow the copies of the inputs' tensors that the next forward gets."""
+        self._copies = copies
+
     def start_forward(self) -> None:
         self._reset()
         self.cuts, self.stage_spans = [], []
-        for tensor in iter_tensors(self.inputs):
+        inputs = [self._copies.get(id(t), t) for t in iter_tensors(self.inputs)]
+        for tensor in inputs:
             if id(tensor.untyped_storage()) not in self.live:
                 self.track(tensor, 0)
-        self.keep_content = bool(self.codecs) and any(
-            t.device.type != "meta" for t in iter_tensors(self.inputs))
+        self.keep_content = bool(self.codecs) and any(t.device.type != "meta" for t in inputs)
         self.mark("input", "input")
         self._mode = _Tracker(self)
         self._mode.__enter__()

@@ -14,8 +14,8 @@ from ..stages.attach import attach_stages
 from ..collectors import PASSES, Collector, make_collectors
 from ..statistics.coverage import stage_coverage, with_other_calls
 from ..errors import ProfilingError
-from ..stages.guards import (BufferGuard, InputGuard, check_collector_devices,
-                            check_collectors_argument, check_mode)
+from ..stages.guards import (BufferGuard, FreshInputs, check_collector_devices,
+                             check_collectors_argument, check_mode, fresh_copy)
 from ..statistics.noise import machine_state, noise_report
 from ..stages.payload import device_type_of
 from ..stages.session import Session
@@ -23,6 +23,9 @@ from ..stages.markers import StageCall
 from ..statistics.intervals import AutoRepeats, relative_half_width
 
 __all__ = ["ProfileResult", "profile_model", "check_run_options", "call_model"]
+
+#: the output before any pass has given it
+_NOT_YET = object()
 
 
 @dataclass
@@ -40,8 +43,11 @@ class ProfileResult:
             :func:`~profiling.statistics.aggregate_stages`), and the ``other`` rows (kind
             ``"other"``: what falls outside the stages at each depth,
             :mod:`profiling.statistics.coverage`).
-        output: what the model returned in its first timed forward, else in the analysis pass:
-            forwards whose operators are not counted, so exactly what the plain model returns.
+        output: what the model returned in its first forward, copied at once: exactly what
+            one plain ``model(*inputs)`` returns, whatever later passes do to the model's state
+            or to the tensors it returned. The first forward is always a plain one (the
+            analysis pass, the first timed forward, or an extra forward before a counted or
+            compiled one).
         collectors: the collector objects used, by name (e.g. the op counter's uncounted ops).
         notes: what the run had to do that the user should know (inputs restored, ...).
         noise: how noisy the timed forwards were (:func:`profiling.statistics.noise_report`, plus
@@ -114,6 +120,15 @@ def call_model(model: Callable, inputs: Union[Sequence[Any], Mapping[str, Any]])
     if isinstance(inputs, Mapping):
         return model(**inputs)
     return model(*inputs)
+
+
+def _fresh_arguments(fresh: FreshInputs, collectors: Sequence[Collector]) -> tuple[Any, bool]:
+    """The next pass's copy of the inputs, and whether its tensors were copied for it; the
+    pass's collectors follow the copies."""
+    arguments, copied = fresh.next()
+    for collector in collectors:
+        collector.use_copies(fresh.copies)
+    return arguments, copied
 
 
 def _synchronize(device_type: str) -> None:
@@ -196,8 +211,10 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
             statistics) are put back after each untimed pass.
         clock: the timer of the timed forwards, in integer nanoseconds (tests pass a fake).
 
-    Every pass sees the same input values: a model that changes its inputs in place gets the
-    original values back after each forward (and :attr:`ProfileResult.notes` says so).
+    Every pass sees the inputs as the caller gave them: each gets its own copy (tensors with
+    their strides and views, containers, objects; tensors are copied again only after a pass
+    changed them in place, which :attr:`ProfileResult.notes` then says), and the caller's
+    tensors are never handed to the model. Copies are made outside the timed spans.
     """
     check_collectors_argument(collectors)
     check_mode(model, train)
@@ -211,18 +228,27 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
         collector.bind(model, inputs)
     calls: Optional[list[StageCall]] = None
     events: list[tuple[str, StageCall]] = []
-    outputs: dict[str, Any] = {}
+    output: Any = _NOT_YET
     forward_ms: list[float] = []
     noise: dict[str, Any] = {}
     timed_forwards: list[list[StageCall]] = []
-    input_guard = InputGuard(inputs)
+    fresh = FreshInputs(inputs)
     buffer_guard = BufferGuard(model) if train else None
     with torch.inference_mode(), attach_stages(model, attach or {}):
+        if (untimed[0][0] == "counting" if untimed else timed_model is not None):
+            # the output is the first forward's: a plain one, not a counted or compiled one
+            arguments, _ = _fresh_arguments(fresh, ())
+            output = fresh_copy(call_model(model, arguments))
+            fresh.done(keep=True)
         for index, (name, group) in enumerate(untimed):
+            keep = output is _NOT_YET
+            arguments, _ = _fresh_arguments(fresh, group)
             with Session(group, record_payload=record_payload and name == "analysis") as session:
                 with session.forward():
-                    outputs.setdefault(name, call_model(model, inputs))
-            input_guard.restore()
+                    result = call_model(model, arguments)
+            fresh.done(keep)
+            if keep:
+                output = fresh_copy(result)
             if buffer_guard is not None:
                 buffer_guard.restore()
             if calls is None:
@@ -237,19 +263,23 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
             idle = False  # whether the device has finished all work launched so far
             with Session(timing) as timed:
                 while _more_forwards(i, warmup, repeats, forward_ms, (clock() - started) / 1e9):
-                    if not idle:
+                    keep = output is _NOT_YET
+                    arguments, copied = _fresh_arguments(fresh, timing)
+                    if copied or not idle:
                         _synchronize(device_type)
                     start = clock()
                     with timed.forward():
-                        result = call_model(forward, inputs)
+                        result = call_model(forward, arguments)
                         _synchronize(device_type)  # the one synchronisation of a forward
                         stop = clock()
                     if i >= warmup:
                         forward_ms.append((stop - start) / 1e6)
                     else:
                         started = clock()  # the time limit counts the timed forwards only
-                    idle = not input_guard.restore()
-                    outputs.setdefault("timed", result)
+                    fresh.done(keep)
+                    idle = not keep
+                    if keep:
+                        output = fresh_copy(result)
                     i += 1
                     if progress:
                         planned = int(warmup) + (repeats.min_repeats if isinstance(
@@ -263,12 +293,8 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
             timed_forwards = timed.forwards[int(warmup):]
             if calls is None:
                 calls, events = timed_forwards[0], timed.events
-        # a timed forward's output, else the first untimed pass's; never the counted one
-        chosen = min(outputs, key=lambda name: (name == "counting", name != "timed"))
-        output = outputs[chosen] if chosen != "counting" else call_model(model, inputs)
-        input_guard.restore()
     notes = ["the model changes its inputs in place; every pass was given the original "
-             "values"] if input_guard.mutated else []
+             "values"] if fresh.mutated else []
     counter = next((c for c in used if c.name == "op_counts"), None)
     timers = [metric for collector in timing for metric in collector.metrics]
     timed_forwards = [with_other_calls(forward, {metric: ms for metric in timers})

@@ -14,7 +14,8 @@ _EXPORTS = {
     "TensorLeaf": "payload", "PayloadGroup": "payload", "PayloadNode": "payload",
     "walk_payload": "payload", "iter_leaves": "payload", "iter_tensors": "payload",
     "payload_bytes": "payload", "format_shape": "payload", "device_type_of": "payload",
-    "InputGuard": "guards", "BufferGuard": "guards", "check_mode": "guards",
+    "FreshInputs": "guards", "fresh_copy": "guards", "BufferGuard": "guards",
+    "check_mode": "guards",
     "check_collectors_argument": "guards",
 }
 

@@ -1,22 +1,26 @@
 """What keeps the passes of one profile from seeing each other: inputs and training state.
 
 A profile runs the same forward several times (analysis, counting, warm-up, repeats). A model
-that changes its input in place would see a different input in every pass, and a model in
-training mode would update its BatchNorm statistics once per pass. :class:`InputGuard` gives
-every pass the original input values back; :func:`check_mode` refuses a training-mode model
-unless asked, and :class:`BufferGuard` then puts its buffers back after each untimed pass.
+that changes its input in place would see a different input in every pass, one that returns its
+input (or a view of it, or a list it fills) would hand later passes' changes to the output, and
+a model in training mode would update its BatchNorm statistics once per pass.
+:class:`FreshInputs` gives every pass its own copy of the caller's inputs (the caller's own
+tensors are never handed to the model) and :func:`fresh_copy` keeps the returned output apart
+from later passes; :func:`check_mode` refuses a training-mode model unless asked, and
+:class:`BufferGuard` then puts its buffers back after each untimed pass.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import copy
+from typing import Any, Optional, Sequence
 
 import torch
 
 from ..errors import ProfilingError
 from .payload import iter_tensors
 
-__all__ = ["InputGuard", "BufferGuard", "check_mode", "check_collectors_argument"]
+__all__ = ["FreshInputs", "fresh_copy", "BufferGuard", "check_mode", "check_collectors_argument"]
 
 
 def check_collectors_argument(collectors: Any) -> None:
@@ -55,31 +59,92 @@ def _snapshot(tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     return [t.detach().clone() if t.device.type != "meta" else t for t in tensors]
 
 
-class InputGuard:
-    """Remembers the input tensors' values and puts them back after a pass that changed them.
+def _copy_tensor(tensor: torch.Tensor, storages: dict) -> torch.Tensor:
+    """A copy of ``tensor`` with its own storage, the same strides and offset, and the same
+    storage as the other copies of views of one storage (``storages``: original -> copy). The
+    copy is a normal tensor (not an inference tensor), so its version counter sees every
+    in-place change."""
+    if (type(tensor) not in (torch.Tensor, torch.nn.Parameter) or tensor.layout != torch.strided
+            or tensor.is_quantized or tensor.is_conj() or tensor.is_neg()):
+        return tensor.detach().clone()
+    storage = tensor.untyped_storage()
+    key = id(tensor) if tensor.device.type == "meta" else (tensor.device, storage.data_ptr())
+    if key not in storages:
+        storages[key] = storage.clone()
+    return torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(
+        storages[key], tensor.storage_offset(), tensor.size(), tensor.stride())
 
-    Changes are seen through each tensor's version counter, which every in-place operation
-    bumps, so an unchanged input costs nothing but the one copy made at the start.
+
+def _copy_tensors(tensors: Sequence[torch.Tensor]) -> dict[int, torch.Tensor]:
+    """``{id(original): copy}`` for every distinct tensor of ``tensors``."""
+    copies: dict[int, torch.Tensor] = {}
+    storages: dict = {}
+    with torch.inference_mode(False), torch.no_grad():
+        for tensor in tensors:
+            if id(tensor) not in copies:
+                copies[id(tensor)] = _copy_tensor(tensor, storages)
+    return copies
+
+
+def _rebuild(value: Any, copies: dict[int, torch.Tensor]) -> Any:
+    """``value`` with its containers copied and its tensors replaced by ``copies``: a deep copy
+    whose memo already holds the tensors; lists, tuples and dicts alone where an object in it
+    cannot be deep-copied (a lock, an open file), which the copy then shares."""
+    try:
+        return copy.deepcopy(value, dict(copies))
+    except Exception:  # an object that refuses to be copied: copy what surely can be
+        if isinstance(value, torch.Tensor):
+            return copies.get(id(value), value)
+        if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+            return type(value)(_rebuild(item, copies) for item in value)
+        if type(value) is dict:
+            return {key: _rebuild(item, copies) for key, item in value.items()}
+        return value
+
+
+def fresh_copy(value: Any) -> Any:
+    """A copy of ``value`` (tensors, containers, objects) that shares nothing with it that a
+    later in-place change could reach; views of one tensor stay views of one copy, with their
+    strides. Tensors that are not strided (sparse, quantized) are cloned."""
+    return _rebuild(value, _copy_tensors(list(iter_tensors(value))))
+
+
+class FreshInputs:
+    """Hands every pass a copy of the caller's inputs, as the caller gave them.
+
+    The caller's tensors are never given to the model. Containers (lists, dicts, objects) are
+    copied for every pass; tensors are copied once and reused while no pass changed them (seen
+    through their version counters, which every in-place operation bumps), so a model that
+    leaves its inputs alone costs one copy of them. A pass whose output is kept gets tensors
+    that no later pass sees, so the output can return its input or a view of it.
     """
 
     def __init__(self, inputs: Any) -> None:
-        self.tensors = [t for t in iter_tensors(inputs) if not t.is_inference()]
-        self.versions = [t._version for t in self.tensors]
-        self.values = _snapshot(self.tensors)
-        #: whether any pass changed an input in place
+        self.inputs = inputs
+        self.originals = list(iter_tensors(inputs))
+        self.copies: Optional[dict[int, torch.Tensor]] = None
+        self.versions: list[int] = []
+        #: whether any pass changed its inputs in place
         self.mutated = False
 
-    def restore(self) -> bool:
-        """Give the inputs their original values back if the last pass changed them; return
-        whether anything was copied."""
-        copied = False
-        for i, tensor in enumerate(self.tensors):
-            if tensor._version != self.versions[i]:
-                self.mutated = copied = True
-                with torch.inference_mode(False), torch.no_grad():
-                    tensor.copy_(self.values[i])
-                self.versions[i] = tensor._version
-        return copied
+    def next(self) -> tuple[Any, bool]:
+        """The inputs for the next pass, and whether their tensors were copied for it (work
+        on the inputs' device that a timer must not see)."""
+        copied = self.copies is None
+        if copied:
+            self.copies = _copy_tensors(self.originals)
+            self.versions = [t._version for t in self.copies.values()]
+        return _rebuild(self.inputs, self.copies), copied
+
+    def done(self, keep: bool = False) -> None:
+        """After a pass: note whether it changed its inputs, and copy them anew for the next
+        pass if it did or if its output is kept (``keep``)."""
+        if self.copies is None:
+            return
+        changed = [t._version for t in self.copies.values()] != self.versions
+        self.mutated |= changed
+        if changed or keep:
+            self.copies = None
 
 
 class BufferGuard:
