@@ -1,9 +1,9 @@
 """The packages of the wheel: zoo and profiling, and the top-level configs/ as zoo.configs.
 
 The Hydra configs stay at the top of the checkout (where users and docs look for them) and ship
-inside the package, so that an installed tool finds them from any folder (zoo.cli.CONFIG_DIR).
-Folders of data (configs/model/, zoo/data/sample/) are listed as packages too, as setuptools
-asks. Everything else is in pyproject.toml.
+inside the package, so that an installed tool finds them from any folder
+(zoo.tools.cli.CONFIG_DIR). Folders of data (configs/model/, zoo/data/sample/) are listed as
+packages too, as setuptools asks. Everything else is in pyproject.toml.
 """
 
 from setuptools import find_namespace_packages, setup

@@ -208,8 +208,8 @@ def check_syncs(model: torch.nn.Module, inputs: Any, attach: Mapping[str, str], 
 def zoo_case(name: str, overrides: Sequence[str] = ()) -> tuple[torch.nn.Module, Any, dict]:
     """A zoo model on CUDA as ``python -m zoo.profile`` builds it, with its inputs and attached
     stages."""
-    from zoo.app import prepare
-    from zoo.cli import compose_config
+    from zoo.tools.job import prepare
+    from zoo.tools.cli import compose_config
 
     cfg = compose_config([f"model={name}", "device=cuda", *overrides])
     model, inputs, attach, _ = prepare(cfg, torch.device("cuda"))

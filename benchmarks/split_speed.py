@@ -29,8 +29,8 @@ import torch
 
 from profiling.runner.passes import call_model
 from profiling.split.analysis import DEFAULT_CODECS, analyse_cuts, cut_table
-from zoo.app import prepare
-from zoo.cli import compose_config
+from zoo.tools.job import prepare
+from zoo.tools.cli import compose_config
 
 #: name -> (overrides, device, analyse_cuts options, target seconds)
 CASES = {

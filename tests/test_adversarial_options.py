@@ -7,7 +7,7 @@ security)."""
 import pytest
 
 from cli_runner import run_main
-from zoo.profile import main
+from zoo.tools.profile import main
 
 META = ["device=meta", "summary=false"]
 

@@ -14,11 +14,11 @@ from cli_runner import run_main
 from profiling import stage
 from profiling.errors import ProfilingError
 from profiling.reports.files import remove_stale_temporaries, write_folder
-from zoo import app
+from zoo.tools import job as app
 from zoo.base import ZooModel
-from zoo.cli import describe_failure
-from zoo.profile import main
-from zoo.resolvers import model_label, run_stamp
+from zoo.tools.cli import describe_failure
+from zoo.tools.profile import main
+from zoo.tools.resolvers import model_label, run_stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 META = ["model=swiftnet", "device=meta", "input.size=[64,64]", "summary=false"]

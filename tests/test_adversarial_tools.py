@@ -8,16 +8,16 @@ import pytest
 import torch
 
 from cli_runner import run_main
-from zoo import calibrate, collect, compare, plot, split
-from zoo.profile import main as profile_main
+from zoo.tools import calibrate, collect, compare, plot, split
+from zoo.tools.profile import main as profile_main
 
 META = ["model=swiftnet", "device=meta", "input.size=[64,64]", "summary=false"]
 
 
 @pytest.fixture(scope="module")
 def good_run(tmp_path_factory):
-    from zoo.app import run_profile
-    from zoo.cli import compose_config
+    from zoo.tools.job import run_profile
+    from zoo.tools.cli import compose_config
 
     folder = tmp_path_factory.mktemp("runs") / "good"
     run_profile(compose_config(META), folder, print_summary=False)
@@ -111,7 +111,8 @@ def test_calibrate_rejects_what_it_cannot_measure(argv, expected, capsys, monkey
 @pytest.mark.parametrize("tool", [compare, collect, plot, calibrate, split])
 def test_every_tool_reports_usage_errors_in_one_line(tool, capsys, monkeypatch):
     outcome = run_main(tool.main, ["--no-such-flag"], capsys, monkeypatch)
-    assert outcome.code == 2 and f"(see python -m {tool.__name__} --help)" in outcome.line
+    command = tool.__name__.replace("zoo.tools.", "zoo.")
+    assert outcome.code == 2 and f"(see python -m {command} --help)" in outcome.line
 
 
 @pytest.mark.parametrize("argv, expected", [

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 import zoo
-from zoo.app import run_profile
-from zoo.cli import check_overrides, compose_config
+from zoo.tools.job import run_profile
+from zoo.tools.cli import check_overrides, compose_config
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ["model=faster_rcnn", "model.min_size=64", "model.max_size=64", "input.size=[64,64]",

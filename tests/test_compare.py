@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from profiling.reports.comparison import compare_stages, config_differences
-from zoo.app import run_profile
-from zoo.cli import compose_config
+from zoo.tools.job import run_profile
+from zoo.tools.cli import compose_config
 
 FAST = ["model=torchvision", "model.arch=resnet18", "input.size=[32,32]", "run.warmup=0",
         "run.repeats=1"]
@@ -26,7 +26,7 @@ def runs(tmp_path_factory):
 
 @pytest.mark.slow
 def test_compare_two_real_runs(runs, tmp_path, capsys):
-    from zoo.compare import main
+    from zoo.tools.compare import main
 
     main([str(runs[0]), str(runs[1]), "--out", str(tmp_path / "cmp.csv")])
     printed = capsys.readouterr().out

@@ -27,8 +27,8 @@ from torch.utils._pytree import tree_leaves
 from profiling.stages.payload import iter_leaves
 from profiling.reports.layers_table import layers_table
 from profiling.runner.passes import profile_model
-from zoo.app import prepare
-from zoo.cli import compose_config
+from zoo.tools.job import prepare
+from zoo.tools.cli import compose_config
 
 #: Each model at a small size: the overrides of its runs.
 CASES = {

@@ -13,8 +13,8 @@ import torch
 
 from profiling.stages.payload import iter_leaves
 from profiling.runner.passes import call_model
-from zoo.app import prepare, run_profile
-from zoo.cli import compose_config
+from zoo.tools.job import prepare, run_profile
+from zoo.tools.cli import compose_config
 from zoo.deploy import Deployment, roofline_dtype
 from zoo.errors import ConfigError
 

@@ -68,7 +68,7 @@ def test_require_extra_names_the_extra(monkeypatch):
 
 
 def test_zoo_plot_without_matplotlib_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
-    from zoo.plot import main
+    from zoo.tools.plot import main
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     outcome = run_main(main, [str(tmp_path)], capsys, monkeypatch)
@@ -79,7 +79,7 @@ def test_zoo_plot_without_matplotlib_is_one_line_and_exit_2(tmp_path, capsys, mo
 
 def test_plots_true_without_matplotlib_fails_before_any_run_folder(tmp_path, capsys,
                                                                      monkeypatch):
-    from zoo.profile import main
+    from zoo.tools.profile import main
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     outcome = run_main(main, ["model=torchvision", "model.arch=resnet18", "device=meta",
@@ -93,7 +93,7 @@ def test_plots_true_without_matplotlib_fails_before_any_run_folder(tmp_path, cap
 
 def test_a_sweep_launcher_without_its_plugin_names_the_sweeps_extra(tmp_path, capsys,
                                                                       monkeypatch):
-    from zoo.profile import main
+    from zoo.tools.profile import main
 
     monkeypatch.setitem(sys.modules, "hydra_plugins.hydra_joblib_launcher", None)
     outcome = run_main(main, ["-m", "hydra/launcher=local", "device=meta",
@@ -113,7 +113,7 @@ def test_the_zstd_codec_without_zstandard_names_its_extra(monkeypatch):
 
 
 def test_failure_logs_go_to_the_users_state_folder(tmp_path, monkeypatch):
-    from zoo.cli import log_directory, user_log_directory
+    from zoo.tools.cli import log_directory, user_log_directory
 
     monkeypatch.delenv("ZOO_LOG_DIR", raising=False)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))

@@ -29,7 +29,7 @@ def _imported_modules(*args: str) -> tuple[set[str], subprocess.CompletedProcess
 def test_help_and_bad_options_do_not_load_torch(args, expected_code):
     modules, done = _imported_modules(*args)
     assert done.returncode == expected_code
-    assert "hydra" in modules and "zoo.cli" in modules
+    assert "hydra" in modules and "zoo.tools.cli" in modules
     assert not {m for m in modules if m == "torch" or m.startswith("torch.")}
     assert "pandas" not in modules
 

@@ -16,7 +16,7 @@ from profiling.reports.html.stage_tree import ROOT, exclusive_values, parent_key
 from profiling.reports.runs import read_run  # noqa: E402
 from report_runs import STAGE_NAMES, tiny_run, tiny_sweep  # noqa: E402
 from tests.cli_runner import run_main  # noqa: E402
-from zoo import report as report_tool  # noqa: E402
+from zoo.tools import report as report_tool  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -155,8 +155,8 @@ def test_options_that_differ_from_the_defaults_head_the_page(runs):
 
 
 def test_report_true_writes_the_page_with_the_run(tmp_path):
-    from zoo.app import run_profile
-    from zoo.cli import compose_config
+    from zoo.tools.job import run_profile
+    from zoo.tools.cli import compose_config
 
     run = run_profile(compose_config(["model=swiftnet", "device=meta", "input.size=[64,128]",
                                       "report=true"]), tmp_path / "run", print_summary=False)

@@ -81,7 +81,7 @@ def test_ceilings_yaml_round_trip(tmp_path):
 
 
 def test_calibrate_measures_this_machine(tmp_path, capsys):
-    from zoo.calibrate import main
+    from zoo.tools.calibrate import main
 
     output = tmp_path / "here.yaml"
     device = main(["--device", "cpu", "--size", "64", "--megabytes", "1", "--seconds", "0.05",

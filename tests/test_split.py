@@ -152,7 +152,7 @@ def test_a_run_without_the_analysed_stage_is_refused(cuts):
 
 @pytest.mark.slow
 def test_split_command_on_swiftnet(tmp_path, capsys):
-    from zoo.split import main
+    from zoo.tools.split import main
 
     main(["model=swiftnet", "input.size=[64,64]", "--meta", "--out", str(tmp_path)])
     table = pd.read_csv(tmp_path / "cuts.csv")

@@ -102,7 +102,7 @@ def test_without_a_device_run_the_roofline_bound_is_the_device_side(table):
     (["--server-run", "."], "--device-run or --device-ceilings"),
 ])
 def test_argument_errors_are_one_line_and_exit_2(arguments, message, capsys):
-    from zoo.split import main
+    from zoo.tools.split import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["model=swiftnet", *arguments] if "--server-run" not in arguments else arguments)

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from profiling.split.analysis import analyse_cuts, cut_table
-from zoo.app import prepare
-from zoo.cli import compose_config
+from zoo.tools.job import prepare
+from zoo.tools.cli import compose_config
 
 
 def _table(overrides: list[str], device: str, **options):

@@ -175,8 +175,8 @@ def test_aggregate_and_repeat_table_carry_the_interval_and_the_raw_repeats():
 def test_two_transformer_layers_make_gmflows_transformer_significantly_faster(tmp_path):
     from profiling.reports.comparison import compare_runs
     from profiling.reports.runs import read_run
-    from zoo.app import run_profile
-    from zoo.cli import compose_config
+    from zoo.tools.job import run_profile
+    from zoo.tools.cli import compose_config
 
     common = ["model=gmflow", "input.size=[128,192]", "run.warmup=1", "run.repeats=7",
               "collectors=[payload,cpu_time]"]
@@ -200,8 +200,8 @@ def test_two_transformer_layers_make_gmflows_transformer_significantly_faster(tm
     ("run.max_time_s=-1", "run.max_time_s=-1 is not accepted; accepted: a finite number > 0"),
 ])
 def test_auto_repeat_options_are_typed(override, message):
-    from zoo.app import run_repeats
-    from zoo.cli import check_composed, compose_config
+    from zoo.tools.job import run_repeats
+    from zoo.tools.cli import check_composed, compose_config
     from zoo.errors import ConfigError
 
     with pytest.raises(ConfigError) as error:

@@ -91,7 +91,7 @@ def test_collect_runs_puts_options_first_and_failures_as_rows(tmp_path):
 
 
 def test_collect_command_writes_one_table(tmp_path):
-    from zoo.collect import main
+    from zoo.tools.collect import main
 
     _fake_run(tmp_path / "runs" / "a", 1)
     _fake_run(tmp_path / "runs" / "b", 3)
@@ -102,7 +102,7 @@ def test_collect_command_writes_one_table(tmp_path):
 
 
 def test_collect_refuses_a_folder_without_runs(tmp_path, capsys):
-    from zoo.collect import main
+    from zoo.tools.collect import main
 
     with pytest.raises(SystemExit) as exit_info:
         main([str(tmp_path)])

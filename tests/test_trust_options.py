@@ -10,13 +10,13 @@ from omegaconf import OmegaConf
 
 import zoo
 from cli_runner import run_main
-from zoo import split
-from zoo.app import build_model, run_profile
-from zoo.cli import CONFIG_DIR, check_overrides, compose_config
+from zoo.tools import split
+from zoo.tools.job import build_model, run_profile
+from zoo.tools.cli import CONFIG_DIR, check_overrides, compose_config
 from zoo.errors import ConfigError
 from zoo.options import NULL_DEFAULT_OPTIONS, Anything, checker_for_annotation, \
     model_option_checker
-from zoo.profile import main
+from zoo.tools.profile import main
 from zoo.user_values import check_plain_config
 
 META = ["device=meta", "summary=false", "input.size=[32,32]"]
@@ -65,7 +65,7 @@ def test_targets_and_hydra_callables_are_not_options(override, expected):
 def test_a_target_from_an_experiment_or_a_python_config_is_refused_before_the_build(
         tmp_path, monkeypatch):
     built = []
-    monkeypatch.setattr(zoo.app, "create_model", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(zoo.tools.job, "create_model", lambda *a, **k: built.append(a))
     cfg = compose_config(["model=torchvision", *META])
     OmegaConf.update(cfg, "model._target_", "builtins.print", force_add=True)
     with pytest.raises(ConfigError, match="model._target_=builtins.print"):

@@ -13,7 +13,7 @@ from profiling.counting.roofline import Ceilings
 from profiling.split.analysis import analyse_cuts, cut_table
 from profiling.split.latency import best_cuts, encodings_of, split_latency
 
-from .app import prepare
+from .job import prepare
 
 __all__ = ["analyse", "cut_lines", "best_lines"]
 

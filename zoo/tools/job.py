@@ -23,14 +23,14 @@ from profiling.runner.passes import ProfileResult, check_run_options, profile_mo
 from profiling.statistics.intervals import AutoRepeats
 
 from .cli import check_composed
-from .deploy import TF32_NOTE, Deployment, roofline_dtype
-from .errors import ConfigError
-from .images import image_inputs
-from .inputs import INPUT_KINDS, check_frames
+from ..deploy import TF32_NOTE, Deployment, roofline_dtype
+from ..errors import ConfigError
+from ..images import image_inputs
+from ..inputs import INPUT_KINDS, check_frames
 from .progress import ForwardProgress
-from .registry import create_model
-from .user_values import check_plain_config
-from .runtime import profile_in_runtime
+from ..registry import create_model
+from ..user_values import check_plain_config
+from ..runtime import profile_in_runtime
 
 __all__ = ["ProfileRun", "run_profile", "resolve_device", "build_model", "make_inputs",
            "prepare"]

@@ -25,7 +25,7 @@ from typing import Any, Callable, NoReturn, Optional, Sequence
 
 from profiling.errors import ProfilingError, failed_stage, failure_context
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["CONFIG_DIR", "EXIT_BAD_INPUT", "EXIT_FAILURE", "EXIT_INTERRUPTED", "ArgumentParser",
            "run_tool", "exit_with", "fail", "describe_failure", "log_directory",
@@ -187,7 +187,7 @@ def compose_config(overrides: Sequence[str], config_name: str = "profile"):
 
 
 def _explain(error: Exception, overrides: Sequence[str], config_name: str) -> str:
-    from .options import suggest
+    from ..options import suggest
 
     text = str(error)
     for group in _GROUPS:
@@ -233,8 +233,8 @@ def check_composed(cfg: Any) -> None:
     one-line ``ConfigError``."""
     from omegaconf import OmegaConf
 
-    from .options import check_config
-    from .user_values import check_plain_config
+    from ..options import check_config
+    from ..user_values import check_plain_config
 
     plain = OmegaConf.to_container(cfg, resolve=False)
     plain.pop("hydra", None)
@@ -266,7 +266,7 @@ def check_overrides(overrides: Sequence[str], config_name: str = "profile") -> O
     model or option, a malformed override, a value of the wrong type) into one line saying what
     is accepted.
     """
-    from .user_values import check_override
+    from ..user_values import check_override
 
     try:
         for override in overrides:

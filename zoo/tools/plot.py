@@ -1,0 +1,83 @@
+"""``python -m zoo.plot DIR [--ceilings NAME|FILE]``: PNG plots of a run or a split analysis.
+
+For a run directory: ``plots/time.png``, ``plots/payload.png``, ``plots/memory.png`` and, when
+the run counted operations, ``plots/roofline.png`` (the roof drawn for ``--ceilings``: a
+preset of :data:`profiling.counting.PRESETS` or a file from ``python -m zoo.calibrate``;
+by default the ceilings the run recorded in ``meta.json``). For a
+``python -m zoo.split`` folder (it has ``latency.csv``): ``split_latency.png``. The same plots
+come with ``plots=true`` in a run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pandas as pd
+
+from profiling.errors import ProfilingError, require_extra
+from profiling.reports.files import write_files
+from profiling.reports.runs import read_run
+
+from .cli import ArgumentParser, run_tool
+
+__all__ = ["main", "plot_directory"]
+
+
+def _ceilings(name: Optional[str], explicit: bool):
+    """The ceilings named on the command line, else those the run recorded (if loadable)."""
+    if not name:
+        return None
+    from profiling.counting.roofline import load_ceilings
+    try:
+        return load_ceilings(name)
+    except ProfilingError:
+        if explicit:
+            raise
+        return None
+
+
+def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[list[Path],
+                                                                                list[str]]:
+    """Write the plots of a run or split directory into it; return the paths and notes."""
+    require_extra("matplotlib", "plots", "zoo.plot")
+    from profiling.reports.plots import plot_split_latency, render_plots
+
+    if (directory / "latency.csv").is_file():
+        latency = pd.read_csv(directory / "latency.csv")
+        return write_files(directory, {"split_latency.png": plot_split_latency(latency)}), []
+    record = read_run(directory)
+    if record.status != "ok":
+        raise ProfilingError(f"{directory} is a failed run ({record.error}); nothing to plot")
+    roofline = record.meta.get("roofline") or {}
+    layers_path = directory / "layers.csv"
+    layers = pd.read_csv(layers_path) if layers_path.is_file() else None
+    plots, notes = render_plots(record.stages, _ceilings(ceilings or roofline.get("ceilings"),
+                                                         explicit=bool(ceilings)),
+                                str(roofline.get("dtype") or "float32"), layers)
+    return write_files(directory, plots), notes
+
+
+def _main(argv: Optional[Sequence[str]]) -> None:
+    parser = ArgumentParser(prog="python -m zoo.plot",
+                            description="PNG plots of a run or a split analysis.")
+    parser.add_argument("directory", type=Path, help="a run directory or a zoo.split folder")
+    parser.add_argument("--ceilings", default=None,
+                        help="device ceilings for the roofline: a preset (h100, a100, ...) "
+                             "or a YAML file from python -m zoo.calibrate")
+    args = parser.parse_args(argv)
+    if args.ceilings:
+        _ceilings(args.ceilings, explicit=True)  # a bad file or name fails before any work
+    paths, notes = plot_directory(args.directory, args.ceilings)
+    for note in notes:
+        print(f"note: {note}")
+    for path in paths:
+        print(path)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    """Entry point of ``python -m zoo.plot``."""
+    run_tool("zoo.plot", lambda: _main(argv))
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""``python -m zoo.report RUN [RUN ...] [--out FILE.html]``: one self-contained HTML page.
+
+One run folder gives the page of that run, two or more a comparison (each against the first,
+with the significance test of ``zoo.compare``), and a sweep folder (``hydra.sweep.dir``) the
+page of the sweep. The page opens from disk, without a network or a server
+(:mod:`profiling.reports.html`). It is written to ``--out``, by default ``report.html`` in the
+run or sweep folder, or ``compare_<A>_<B>.html`` beside the first run of a comparison.
+``report=true`` on ``zoo.profile`` writes a run's page with the run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+from profiling.errors import ProfilingError, require_extra
+from profiling.reports import MIN_CHANGE, RunRecord
+
+from .cli import ArgumentParser, compose_config, run_tool
+
+__all__ = ["main", "model_defaults", "check_report_support"]
+
+
+def check_report_support() -> None:
+    """Refuse, in one line, a report when plotly (the ``report`` extra) is not installed."""
+    require_extra("plotly", "report", "the HTML report (zoo.report, report=true)")
+
+
+def model_defaults(record: RunRecord) -> Optional[Mapping[str, Any]]:
+    """The default config of the run's model (``python -m zoo.profile model=NAME`` with
+    nothing else), or ``None`` when it cannot be composed (a model of another version)."""
+    from omegaconf import OmegaConf
+
+    name = (record.config.get("model") or {}).get("name")
+    if not name:
+        return None
+    try:
+        config = OmegaConf.to_container(compose_config([f"model={name}"]), resolve=True)
+    except Exception:  # noqa: BLE001  (without defaults, the overrides are listed instead)
+        return None
+    config.pop("hydra", None)
+    return config
+
+
+def _parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="python -m zoo.report",
+                            description="One self-contained HTML page of a run, a comparison "
+                                        "of runs, or a sweep.")
+    parser.add_argument("sources", nargs="+", type=Path,
+                        help="a run folder, two or more run folders (compared with the "
+                             "first), or a sweep folder")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the HTML file to write (default: report.html in the run or "
+                             "sweep folder; compare_<A>_<B>.html beside the first run)")
+    parser.add_argument("--min-change", type=float, default=MIN_CHANGE,
+                        help=f"a comparison's smallest significant relative time change "
+                             f"(default {MIN_CHANGE}, as zoo.compare)")
+    parser.add_argument("--loaded", action="store_true",
+                        help="mark significant changes even between runs of a loaded machine")
+    return parser
+
+
+def _main(argv: Optional[Sequence[str]]) -> None:
+    args = _parser().parse_args(argv)
+    if not 0 <= args.min_change < 1:
+        raise ProfilingError(f"--min-change must be a fraction from 0 to below 1, got "
+                             f"{args.min_change}")
+    check_report_support()
+    from profiling.reports import write_report
+
+    path = write_report(args.sources, args.out, defaults=model_defaults,
+                        min_change=args.min_change, loaded=args.loaded)
+    print(f"report: {path.resolve()}")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    """Entry point of ``python -m zoo.report``."""
+    run_tool("zoo.report", lambda: _main(argv))
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""``python -m zoo.split``: where to split a model between an edge device and a server.
+
+Usage::
+
+    python -m zoo.split model=swiftnet input.size=[512,1024]      # bytes per cut only
+    python -m zoo.split model=torchvision model.arch=resnet18 --meta --depth 2
+    python -m zoo.split --device-run RUN_ON_EDGE --server-run RUN_ON_SERVER \\
+        --bandwidth 1 10 100 --rtt 20 [--codec zlib int8+zlib lzma zstd|none] [--out DIR]
+    python -m zoo.split --server-run RUN_ON_SERVER --device-ceilings jetson_orin_nano
+
+The model and input come from the runs' ``meta.json`` (the runs must match), or from Hydra
+overrides as for ``python -m zoo.profile``. The cuts are analysed in one forward on the CPU,
+with real data so that the codecs measure real compression (``--meta``: on the meta device,
+in seconds at any size, without compression). Candidates: the input, the end of every
+top-level stage call and the output; ``--depth N`` adds the end of every module call down to
+depth N of the module tree, ``--every-op`` every operator boundary. Without a device run,
+``--device-ceilings`` estimates the device side as a roofline bound of a preset (see
+:mod:`profiling.split.latency`). The output folder gets ``cuts.csv`` (every candidate),
+``split_timeline.png`` (bytes alive along the forward), and with a server run ``latency.csv``,
+``best.csv`` (the best cut per encoding and bandwidth) and ``split_latency.png``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from .cli import ArgumentParser, check_overrides, compose_config, run_tool
+from ..errors import ConfigError
+
+__all__ = ["main", "split_config"]
+
+_SAME = ("model.", "input.", "run.seed")
+
+
+def _parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="python -m zoo.split",
+                            description="Split-point analysis: bytes alive across each cut, "
+                                        "and end-to-end latency.")
+    parser.add_argument("overrides", nargs="*",
+                        help="Hydra overrides (model=..., input.size=[H,W]) when no run is given")
+    parser.add_argument("--device-run", type=Path, help="run directory on the edge device")
+    parser.add_argument("--server-run", type=Path, help="run directory on the server")
+    parser.add_argument("--device-ceilings", metavar="PRESET",
+                        help="estimate the device side as a roofline bound of this preset "
+                             "(jetson_orin_nano, jetson_orin_nx, jetson_agx_orin, "
+                             "raspberry_pi5, ...) or ceilings YAML, instead of a device run")
+    parser.add_argument("--bandwidth", type=float, nargs="+", default=[1.0, 10.0, 100.0],
+                        help="link bandwidths in Mbit/s (default: 1 10 100)")
+    parser.add_argument("--rtt", type=float, default=20.0,
+                        help="round-trip time in ms (default 20)")
+    parser.add_argument("--codec", nargs="+", default=["zlib"],
+                        help="codecs to measure: zlib, lzma, int8+zlib, zstd (with the "
+                             "zstandard package), or none (default: zlib)")
+    parser.add_argument("--depth", type=int, default=0,
+                        help="also cut after every module call down to this depth of the "
+                             "module tree (layer1 is 1, layer1.0 is 2; default 0: none)")
+    parser.add_argument("--every-op", action="store_true",
+                        help="also cut after every operator")
+    parser.add_argument("--meta", action="store_true",
+                        help="analyse on the meta device (any size, no compression)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder (default results/splits/<time>_<model>)")
+    return parser
+
+
+def split_config(device: Any, server: Any, overrides: Sequence[str]):
+    """The config of the analysis: the runs' (which must agree), or composed from overrides."""
+    from omegaconf import OmegaConf
+
+    from profiling.reports.comparison import config_differences
+
+    runs = [r for r in (device, server) if r is not None]
+    for record in runs:
+        if record.status != "ok":
+            raise ConfigError(f"{record.directory} is a failed run ({record.error})")
+    if runs and overrides:
+        raise ConfigError("give either run directories or overrides, not both: the model "
+                          "and input come from the runs")
+    if len(runs) == 2:
+        differences = {k: v for k, v in config_differences(device.config, server.config).items()
+                       if k.startswith(_SAME)}
+        if differences:
+            key, (first, second) = next(iter(differences.items()))
+            raise ConfigError(f"the device and server runs differ in {key} ({first} vs "
+                              f"{second}); profile the same model and input on both")
+    if runs:
+        from .cli import check_composed
+
+        config = OmegaConf.create(runs[0].config)
+        check_composed(config)  # a hand-edited meta.json holds plain values too
+        return config
+    problem = check_overrides(list(overrides))
+    if problem:
+        raise ConfigError(problem)
+    return compose_config(list(overrides))
+
+
+def _check_arguments(args) -> tuple[str, ...]:
+    """Every argument checked before any work; returns the codecs."""
+    from profiling.split.encodings import check_codecs
+    from profiling.split.latency import check_link
+
+    check_link(args.bandwidth, args.rtt)
+    if args.depth < 0:
+        raise ConfigError(f"--depth must be an integer >= 0, got {args.depth}")
+    if args.device_run is not None and args.device_ceilings is not None:
+        raise ConfigError("give --device-run or --device-ceilings, not both: the ceilings "
+                          "estimate the device side when no device run exists")
+    if args.device_run is not None and args.server_run is None:
+        raise ConfigError("give --server-run with --device-run (the same directory twice "
+                          "when one machine stands for both)")
+    if args.device_ceilings is not None and args.server_run is None:
+        raise ConfigError("--device-ceilings needs --server-run for the server side")
+    if args.server_run is not None and args.device_run is None and args.device_ceilings is None:
+        raise ConfigError("give --device-run or --device-ceilings with --server-run for the "
+                          "device side")
+    if args.codec == ["none"]:
+        return ()
+    return check_codecs(args.codec)
+
+
+def _run(argv: Optional[Sequence[str]]) -> None:
+    args = _parser().parse_args(argv)
+    codecs = _check_arguments(args)
+    from profiling.reports.files import write_files
+    from profiling.reports.runs import read_run
+    from profiling.counting.roofline import load_ceilings
+
+    ceilings = load_ceilings(args.device_ceilings) if args.device_ceilings else None
+    device_run = read_run(args.device_run) if args.device_run else None
+    server_run = read_run(args.server_run) if args.server_run else None
+    cfg = split_config(device_run, server_run, args.overrides)
+    from .split_report import analyse
+
+    files, lines = analyse(cfg, args, codecs, ceilings, device_run, server_run)
+    out = args.out or Path("results/splits") / (
+        f"{datetime.datetime.now():%Y-%m-%d_%H-%M-%S}_{cfg.model.name}")
+    write_files(out, files)
+    print("\n".join(lines))
+    print(f"split analysis: {Path(out).resolve()}")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    """Entry point of ``python -m zoo.split``."""
+    run_tool("zoo.split", lambda: _run(argv))
+
+
+if __name__ == "__main__":
+    main()
