@@ -163,8 +163,8 @@ def test_int8_run_quantises_the_boundaries_to_one_byte_per_element(runtime, tmp_
 ])
 def test_runtime_combinations_that_cannot_run_are_one_line_refusals(overrides, message,
                                                                     tmp_path):
-    from zoo.app import run_profile
-    from zoo.cli import compose_config
+    from zoo.tools.job import run_profile
+    from zoo.tools.cli import compose_config
     from zoo.errors import ConfigError
 
     cfg = compose_config(["model=swiftnet", "input.size=[32,32]", *overrides])
@@ -175,8 +175,8 @@ def test_runtime_combinations_that_cannot_run_are_one_line_refusals(overrides, m
 
 def test_an_unknown_runtime_and_a_missing_extra_are_refused(monkeypatch, tmp_path):
     from profiling.errors import MissingExtra
-    from zoo.cli import check_overrides, compose_config
-    from zoo.app import run_profile
+    from zoo.tools.cli import check_overrides, compose_config
+    from zoo.tools.job import run_profile
 
     assert "accepted: one of torch, onnxruntime, openvino" in check_overrides(
         ["run.runtime=tensorflow"])

@@ -8,7 +8,7 @@ and nests under whichever stage is open when its module is called, so ``layer1.0
 ``layer1``. Containers that cannot be called (a plain ``ModuleList`` or ``ModuleDict``) are
 passed through, not staged; a container with a ``forward`` of its own (torchvision's
 ``IntermediateLayerGetter``) is a stage like any module. A container the model iterates
-rather than calls has its children stand in for it (:mod:`profiling.attach`).
+rather than calls has its children stand in for it (:mod:`profiling.stages.attach`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The cuts are the input and the boundary after each top-level stage call. Their b
 those alive across the cut where the liveness collector ran (``cut_bytes``), else the larger
 of the stage's output and the next stage's input (a lower bound: a tensor that jumps over the
 next stage is not counted). The
-latency is :func:`profiling.split_latency.split_latency` with this run's times on the device
+latency is :func:`profiling.split.split_latency` with this run's times on the device
 and, on the server, the same times divided by a speed-up (1, 4 or 16, picked with buttons);
 the round-trip time is left out, being the same for every cut. ``python -m zoo.split`` does
 the full analysis (every operator boundary, codecs, a real server run).
@@ -36,7 +36,7 @@ INPUT_KEY = "(input)"
 
 def top_level_cuts(stages: pd.DataFrame) -> pd.DataFrame:
     """The cut before the first top-level stage and after each top-level stage call, in the
-    shape :func:`~profiling.split_latency.split_latency` reads (``raw_bytes`` per cut) plus
+    shape :func:`~profiling.split.split_latency` reads (``raw_bytes`` per cut) plus
     each cut's ``key`` (the stage call it follows)."""
     calls = stages[(stages["kind"] == "stage") & (stages["depth"] == 0)].sort_values("order")
     produced = pd.to_numeric(calls["out_bytes"], errors="coerce").to_numpy(float)
