@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
+
+from ..numbers import significant as rounded
 
 __all__ = ["stage_key", "stage_label", "significant", "is_missing"]
 
@@ -31,16 +32,6 @@ def is_missing(value: Any) -> bool:
 
 
 def significant(value: Any, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant figures, without an exponent below 1e6
-    (``"-"`` when missing); integers of up to 6 digits as they are."""
-    if is_missing(value):
-        return "-"
-    number = float(value)
-    if not math.isfinite(number):
-        return str(number)
-    if number == 0:
-        return "0"
-    if abs(number) >= 1e6:
-        return f"{number:.{digits - 1}e}"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(number))))
-    return f"{number:,.{decimals}f}"
+    """``value`` to ``digits`` significant figures as every human-readable table writes it
+    (:func:`profiling.reports.numbers.significant`); ``"-"`` for any missing value."""
+    return "-" if is_missing(value) else rounded(float(value), digits)
