@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -25,11 +26,12 @@ import pandas as pd
 from ..statistics.noise import loaded_reason, unreliable_reasons
 from ..statistics.intervals import (RATIO_CI_METHOD, coefficient_of_variation, is_significant,
                           ratio_interval)
+from ..statistics.paired import AB_MIN_CHANGE, AB_RULE, paired_significance
 from .numbers import significant
 from .repeats import read_times
 from .runs import RunRecord, flatten_config, forward_median
 
-__all__ = ["COMPARED_METRICS", "compare_stages", "compare_runs", "add_significance",
+__all__ = ["COMPARED_METRICS", "compare_stages", "compare_runs", "compare_paired_runs", "add_significance",
            "forward_comparison", "change_threshold", "withheld_reason", "config_differences",
            "format_comparison", "MIN_CHANGE", "MIN_CPU_DIFFERENCE_MS",
            "FORWARD"]
@@ -42,6 +44,9 @@ MIN_CHANGE = 0.25
 MIN_CPU_DIFFERENCE_MS = 1.0
 #: The ``stage`` of the whole forward's row in :func:`compare_runs`'s table.
 FORWARD = "(forward)"
+#: Widths of the terminal table's stage column and of each exact metric's column: the table
+#: fits 120 columns.
+LABEL, EXACT = 30, 15
 
 #: The stage metrics compared, where at least one of the runs has them.
 COMPARED_METRICS = ("cpu_time_ms_median", "cuda_time_ms_median", "cpu_mem_peak_mb",
@@ -137,35 +142,65 @@ def format_comparison(table: pd.DataFrame, a: RunRecord, b: RunRecord, *,
     stages = table[(table["stage"] != FORWARD) & (table["depth"].fillna(0) <= max_depth)]
     time = _first(stages, "cuda_time_ms_median", "cpu_time_ms_median")
     lines.append(_forward_line(forward, a, b, time, color))
-    blocks = [(label, metric, scale) for label, metric, scale in (
-        ("time ms", time, 1.0), ("out MB", "out_bytes", 1e-6),
+    exact = [(label, metric, scale) for label, metric, scale in (
+        ("out MB", "out_bytes", 1e-6),
         ("peak MB", _first(table, "cuda_mem_peak_mb", "cpu_mem_peak_mb"), 1.0),
         ("GFLOPs", "flops" if "flops_a" in table else None, 1e-9)) if metric]
-    header = f"{'stage':<46}" + "".join(
-        f"{label + ' A':>12}{label + ' B':>12}{'change':>12}"
-        + (f"{'95% CI':>15}" if metric == time else "") for label, metric, _ in blocks)
+    header = f"{'stage':<{LABEL}}"
+    if time:
+        header += f"{'time ms A':>10}{'time ms B':>10}{'change':>10}{_ci_label(table):>14}"
+    header += "".join(f"{label + ' B':>{EXACT}}" for label, _, _ in exact)
     lines += ["", header]
     for _, row in stages.iterrows():
-        label = ("  " * int(row["depth"] if pd.notna(row["depth"]) else 0) + str(row["stage"])
-                 + (f"[{int(row['call_index'])}]" if row["call_index"] else ""))[:45]
-        line = f"{label:<46}"
-        for _, metric, scale in blocks:
-            first, second = row[f"{metric}_a"], row[f"{metric}_b"]
-            line += f"{_cell(first, scale):>12}{_cell(second, scale):>12}"
-            if metric == time:
-                change, interval = _time_change(row, metric, color)
-                pad = len(change) - len(_strip_color(change))
-                line += f"{change:>{12 + pad}}{interval:>15}"
-            else:
-                line += f"{_change(first, second):>12}"
+        label = _label(str(row["stage"]), row["depth"], row["call_index"])
+        line = f"{label:<{LABEL}}"
+        if time:
+            change, interval = _time_change(row, time, color)
+            pad = len(change) - len(_strip_color(change))
+            line += (f"{_cell(row[f'{time}_a']):>10}{_cell(row[f'{time}_b']):>10}"
+                     f"{change:>{10 + pad}}{interval:>14}")
+        for _, metric, scale in exact:
+            line += f"{_transition(row[f'{metric}_a'], row[f'{metric}_b'], scale):>{EXACT}}"
         lines.append(line)
     if "min_change" in table and len(table):
         min_change = float(table["min_change"].iloc[0])
-    lines.append(f"(* significant: the {RATIO_CI_METHOD} B/A excludes 1 and the change is at "
-                 f"least {min_change:.0%} (--min-change, or a run's forward CV where "
-                 f"larger); a change in parentheses is within the noise. "
-                 f"Payload, memory peaks and GFLOPs are exact; MB: 1e6 bytes)")
+    if "confidence" in table and len(table):
+        rule = AB_RULE.format(confidence=f"{float(table['confidence'].iloc[0]):.2%}",
+                              min_change=f"{min_change:.0%}")
+    else:
+        rule = (f"* significant: the {RATIO_CI_METHOD} B/A excludes 1 and the change is at "
+                f"least {min_change:.0%} (--min-change, or a run's forward CV where larger)")
+    lines += textwrap.wrap(f"({rule}; a change in parentheses is within the noise. Payload, "
+                           f"memory peaks and GFLOPs are exact; MB: 1e6 bytes)", 119)
     return "\n".join(lines)
+
+
+def _ci_label(table: pd.DataFrame) -> str:
+    """``95% CI``, or the confidence an A/B comparison's intervals really have."""
+    if "confidence" in table and len(table):
+        return f"{float(table['confidence'].iloc[0]):.1%} CI"
+    return "95% CI"
+
+
+def _label(stage: str, depth: Any, call_index: Any) -> str:
+    """The indented stage name with its call index, shortened in its middle to fit."""
+    indent = "  " * int(depth if pd.notna(depth) else 0)
+    name = stage + (f"[{int(call_index)}]" if call_index else "")
+    room = LABEL - 1 - len(indent)
+    if len(name) > room:
+        name = name[:room // 2 - 1] + "..." + name[-(room - room // 2 - 2):]
+    return indent + name
+
+
+def _transition(first: float, second: float, scale: float) -> str:
+    """B's value, and its change from A when they differ (an exact metric needs no
+    interval; ``compare.csv`` holds both values)."""
+    if pd.isna(second):
+        return "-"
+    value = significant(second * scale)
+    if pd.isna(first) or first == second:
+        return value
+    return f"{value} ({(second / first - 1) * 100:+.0f}%)" if first else value
 
 
 def _strip_color(text: str) -> str:
@@ -181,7 +216,7 @@ def _forward_line(forward: pd.DataFrame, a: RunRecord, b: RunRecord, time: Optio
     if forward.empty or time is None:
         return f"{text} ({_change(first or np.nan, second or np.nan)})"
     change, interval = _time_change(forward.iloc[0], time, color)
-    return f"{text} {change}, 95% CI {interval}"
+    return f"{text} {change}, {_ci_label(forward)} {interval}"
 
 
 def _first(table: pd.DataFrame, *metrics: str) -> Optional[str]:
@@ -239,6 +274,34 @@ def forward_comparison(a: Mapping[str, Any], b: Mapping[str, Any], *,
            f"{column}_diff": medians[1] - medians[0], f"{column}_ratio": ratio[0]}
     row.update({k: v[0] for k, v in _interval_columns([ratio], min_change).items()})
     return row
+
+
+def compare_paired_runs(a: RunRecord, b: RunRecord, *, min_change: float = AB_MIN_CHANGE
+                        ) -> pd.DataFrame:
+    """Two runs timed in alternation, round by round (``zoo.compare --run A --run B``): the
+    table of :func:`compare_runs`, its significance from the per-round ratios
+    (:func:`profiling.statistics.paired.paired_significance`). Load is not a reason to
+    withhold it: it hits both sides of each round alike."""
+    table = compare_stages(a.stages, b.stages)
+    metric = _time_metric(a.stages, b.stages)
+    if metric is None:
+        return table
+    keys = list(zip(table["stage"], table["call_index"].astype(int)))
+    forward = (a.meta.get("forward_ms") or [], b.meta.get("forward_ms") or [])
+    significance = paired_significance(keys, read_times(a.directory), read_times(b.directory),
+                                       metric, forward, min_change=min_change)
+    first, second = (float(np.median(x)) if len(x) else np.nan for x in forward)
+    head = pd.DataFrame([{"stage": FORWARD, "call_index": 0, "kind": "forward", "depth": 0,
+                          "present": "both", f"{metric}_median_a": first,
+                          f"{metric}_median_b": second,
+                          f"{metric}_median_diff": second - first,
+                          f"{metric}_median_ratio": second / first if first else np.nan}])
+    table = pd.concat([head, table], ignore_index=True)
+    table = pd.concat([table, significance], axis=1)
+    table["min_change"] = min_change
+    table["confidence"] = significance.attrs["confidence"]
+    table["withheld"] = ""
+    return table
 
 
 def compare_runs(a: RunRecord, b: RunRecord, *, min_change: float = MIN_CHANGE,

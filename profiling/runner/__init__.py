@@ -9,7 +9,7 @@ from .._exports import lazy_exports
 #: Each public name and the module that defines it.
 _EXPORTS = {
     "ProfileResult": "passes", "profile_model": "passes", "check_run_options": "passes",
-    "call_model": "passes",
+    "call_model": "passes", "with_more_repeats": "passes",
     "compile_model": "compiled", "compile_report": "compiled", "CompileReport": "compiled",
     "cxx_compiler": "compiled", "COMPILE_MODES": "compiled",
 }

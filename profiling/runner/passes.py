@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from time import perf_counter_ns
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
@@ -22,7 +22,8 @@ from ..stages.session import Session
 from ..stages.markers import StageCall
 from ..statistics.intervals import AutoRepeats, relative_half_width
 
-__all__ = ["ProfileResult", "profile_model", "check_run_options", "call_model"]
+__all__ = ["ProfileResult", "profile_model", "check_run_options", "call_model",
+           "with_more_repeats"]
 
 #: the output before any pass has given it
 _NOT_YET = object()
@@ -295,12 +296,30 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
                 calls, events = timed_forwards[0], timed.events
     notes = ["the model changes its inputs in place; every pass was given the original "
              "values"] if fresh.mutated else []
-    counter = next((c for c in used if c.name == "op_counts"), None)
     timers = [metric for collector in timing for metric in collector.metrics]
     timed_forwards = [with_other_calls(forward, {metric: ms for metric in timers})
                       for forward, ms in zip(timed_forwards, forward_ms)]
-    reference = with_other_calls(calls, counter.total.as_dict() if counter is not None else {})
+    collectors_used = {c.name: c for c in used}
     return ProfileResult(
         calls=calls, events=events, timed=timed_forwards, forward_ms=forward_ms,
-        stages=aggregate_stages(reference, timed_forwards), output=output,
-        collectors={c.name: c for c in used}, notes=notes, noise=noise)
+        stages=_stage_table(calls, timed_forwards, collectors_used), output=output,
+        collectors=collectors_used, notes=notes, noise=noise)
+
+
+def _stage_table(calls: Sequence[StageCall], timed: Sequence[Sequence[StageCall]],
+                 collectors: Mapping[str, Collector]) -> pd.DataFrame:
+    counter = collectors.get("op_counts")
+    reference = with_other_calls(calls, counter.total.as_dict() if counter is not None else {})
+    return aggregate_stages(reference, timed)
+
+
+def with_more_repeats(result: ProfileResult, more: Sequence[ProfileResult],
+                      noise: Optional[Mapping[str, Any]] = None) -> ProfileResult:
+    """``result`` with the timed forwards of ``more`` (profiles of the same model and inputs,
+    made later, for example in alternation with another model's) after its own, its stage
+    table aggregated again over all of them, and ``noise`` when given."""
+    timed = [*result.timed, *(forward for extra in more for forward in extra.timed)]
+    forward_ms = [*result.forward_ms, *(ms for extra in more for ms in extra.forward_ms)]
+    return replace(result, timed=timed, forward_ms=forward_ms,
+                   stages=_stage_table(result.calls, timed, result.collectors),
+                   noise=dict(noise) if noise is not None else result.noise)

@@ -111,12 +111,14 @@ def ratio_interval(a: Sequence[float], b: Sequence[float], *, confidence: float 
 
 
 def is_significant(low: float, high: float, ratio: float, min_change: float = 0.0) -> bool:
-    """Whether a ratio's interval ``[low, high]`` excludes 1 and the ratio differs from 1 by
-    at least ``min_change`` (``0.05``: 5%, in either direction)."""
+    """Whether a ratio's interval ``[low, high]`` excludes 1 and the change shown,
+    ``|ratio - 1|``, is at least ``min_change`` (``0.05``: 5%, in either direction): the rule
+    the comparison's legend states, so that a -23.9% change is not marked under "at least
+    25%"."""
     if any(math.isnan(v) for v in (low, high, ratio)):
         return False
     outside = low > 1.0 or high < 1.0
-    return bool(outside and max(ratio, 1.0 / ratio) - 1.0 >= min_change)
+    return bool(outside and abs(ratio - 1.0) >= min_change)
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float:

@@ -1,6 +1,8 @@
-"""``python -m zoo.compare RUN_A RUN_B [--out FILE.csv] [--depth N] [--min-change X] [--loaded]``.
+"""``python -m zoo.compare RUN_A RUN_B [--out FILE.csv] [--depth N] [--min-change X] [--loaded]``
+and ``python -m zoo.compare --run "OVERRIDES A" --run "OVERRIDES B" [--out DIR] [--rounds N]``.
 
-Compare two runs stage by stage.
+Compare two runs stage by stage: two run folders, or two configurations that this command
+profiles itself, in alternation (:mod:`zoo.tools.ab_compare`), and compares round by round.
 
 Stages are matched by name and call index. The terminal table shows time, output payload,
 memory peak and FLOPs (when both runs counted them) of A and B and the relative change, each
@@ -20,44 +22,82 @@ from typing import Optional, Sequence
 from profiling.errors import ProfilingError
 from profiling.reports.comparison import MIN_CHANGE, compare_runs, format_comparison
 from profiling.reports.runs import read_run, write_table
+from profiling.statistics.paired import AB_MIN_CHANGE
 
+from .ab_compare import AB_ROUNDS, COMPARE_FILE, default_compare_folder, run_ab
 from .cli import ArgumentParser, run_tool
+from ..errors import ConfigError
 
 __all__ = ["main"]
 
 
 def _parser() -> ArgumentParser:
-    parser = ArgumentParser(prog="python -m zoo.compare",
-                            description="Compare two runs stage by stage.")
-    parser.add_argument("run_a", type=Path, help="the reference run directory")
-    parser.add_argument("run_b", type=Path, help="the run compared with it")
+    parser = ArgumentParser(
+        prog="python -m zoo.compare",
+        description="Compare two runs stage by stage: two run folders (RUN_A RUN_B), or two "
+                    "configurations profiled here in alternation (--run A --run B).")
+    parser.add_argument("run_a", type=Path, nargs="?", help="the reference run directory")
+    parser.add_argument("run_b", type=Path, nargs="?", help="the run compared with it")
+    parser.add_argument("--run", action="append", default=[], metavar="OVERRIDES",
+                        help='zoo.profile overrides of one side, quoted ("model=timm '
+                             'model.arch=resnet18"); twice: A, then B')
+    parser.add_argument("--rounds", type=int, default=AB_ROUNDS,
+                        help=f"with --run: timed forwards of each side, alternating "
+                             f"(default {AB_ROUNDS})")
     parser.add_argument("--out", type=Path, default=None,
-                        help="the CSV to write (default: compare.csv in the current folder)")
+                        help="with run folders: the CSV to write (default: compare.csv in a new "
+                             "folder under results/compare/); with --run: the folder to write")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --out if it exists (refused otherwise)")
     parser.add_argument("--depth", type=int, default=1,
                         help="deepest stage level shown in the terminal (default 1)")
-    parser.add_argument("--min-change", type=float, default=MIN_CHANGE,
+    parser.add_argument("--min-change", type=float, default=None,
                         help=f"smallest relative time change called significant (default "
-                             f"{MIN_CHANGE}; the 95%% interval must exclude 1 as well)")
+                             f"{MIN_CHANGE} for run folders, {AB_MIN_CHANGE} with --run; the "
+                             f"interval must exclude 1 as well)")
     parser.add_argument("--loaded", action="store_true",
                         help="call changes significant even when a run's machine was loaded "
-                             "above its cores (withheld by default)")
+                             "above its cores (withheld by default; --run never withholds)")
     return parser
 
 
-def _main(argv: Optional[Sequence[str]]) -> None:
-    args = _parser().parse_args(argv)
-    if not 0 <= args.min_change < 1:
-        raise ProfilingError(f"--min-change must be a fraction from 0 to below 1, got "
-                             f"{args.min_change}")
+def _folders(args) -> tuple:
+    if args.run_a is None or args.run_b is None:
+        raise ConfigError("give two run folders (RUN_A RUN_B) or two configurations "
+                          "(--run \"OVERRIDES A\" --run \"OVERRIDES B\")")
+    min_change = MIN_CHANGE if args.min_change is None else args.min_change
     a, b = read_run(args.run_a), read_run(args.run_b)
     for record in (a, b):
         if record.status != "ok":
             raise ProfilingError(f"{record.directory} is a failed run ({record.error})")
-    table = compare_runs(a, b, min_change=args.min_change, loaded=args.loaded)
-    path = write_table(table, args.out or Path("compare.csv"))
-    print(format_comparison(table, a, b, max_depth=args.depth, min_change=args.min_change,
+    table = compare_runs(a, b, min_change=min_change, loaded=args.loaded)
+    out = args.out or default_compare_folder() / COMPARE_FILE
+    if out.exists() and not args.overwrite:
+        raise ConfigError(f"{out} exists; choose another --out, or replace it with --overwrite")
+    return table, a, b, write_table(table, out), min_change
+
+
+def _main(argv: Optional[Sequence[str]]) -> None:
+    args = _parser().parse_args(argv)
+    if args.min_change is not None and not 0 <= args.min_change < 1:
+        raise ProfilingError(f"--min-change must be a fraction from 0 to below 1, got "
+                             f"{args.min_change}")
+    if args.run:
+        if args.run_a is not None:
+            raise ConfigError("give either two run folders or --run twice, not both")
+        min_change = AB_MIN_CHANGE if args.min_change is None else args.min_change
+        table, a, b, out = run_ab(args.run, args.out, rounds=args.rounds,
+                                  overwrite=args.overwrite, min_change=min_change)
+        path = out / COMPARE_FILE
+        written = [out / "a", out / "b", path]
+    else:
+        table, a, b, path, min_change = _folders(args)
+        written = [path]
+    print(format_comparison(table, a, b, max_depth=args.depth, min_change=min_change,
                             color=sys.stdout.isatty()))
-    print(f"comparison: {path.resolve()}")
+    print("files written:")
+    for item in written:
+        print(f"  {item.resolve()}{'/' if item.is_dir() else ''}")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -32,8 +32,8 @@ from ..registry import create_model
 from ..user_values import check_plain_config
 from ..runtime import profile_in_runtime
 
-__all__ = ["ProfileRun", "run_profile", "resolve_device", "build_model", "make_inputs",
-           "prepare"]
+__all__ = ["ProfileRun", "ProfileJob", "prepare_job", "write_job", "run_profile",
+           "resolve_device", "build_model", "make_inputs", "prepare"]
 
 
 @dataclass
@@ -191,13 +191,57 @@ def run_repeats(run: Any) -> Union[int, AutoRepeats]:
     return int(run.repeats)
 
 
-def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
-                print_summary: Optional[bool] = None) -> ProfileRun:
-    """Build the model, profile it and write the run's files into ``run_dir``.
+@dataclass
+class ProfileJob:
+    """A run checked and built, ready to profile: what :func:`run_profile` does between
+    reading the config and writing the folder, in two halves that a caller can interleave
+    (``zoo.compare --run A --run B`` times two jobs in alternation). ``notes``, ``deployed``
+    and ``extra_files`` gather what the profile adds to the run folder."""
 
-    Every input is checked before anything is written; the files appear all together at the
-    end (see :func:`profiling.reports.write_files`).
-    """
+    cfg: DictConfig
+    device: torch.device
+    model: torch.nn.Module
+    inputs: tuple[Any, ...]
+    attach: dict[str, str]
+    notes: list[str]
+    deployment: Deployment
+    collectors: list[str]
+    warmup: int
+    repeats: Union[int, AutoRepeats]
+    ceilings: Optional[Ceilings]
+    deployed: dict[str, Any] = field(default_factory=dict)
+    extra_files: dict[str, Any] = field(default_factory=dict)
+
+    def profile(self, *, collectors: Optional[list[str]] = None, warmup: Optional[int] = None,
+                repeats: Optional[Union[int, AutoRepeats]] = None,
+                progress: Any = None) -> ProfileResult:
+        """Profile the job's model (in its runtime), with its options unless given here."""
+        collectors = self.collectors if collectors is None else collectors
+        warmup = self.warmup if warmup is None else warmup
+        repeats = self.repeats if repeats is None else repeats
+        cfg, deployment = self.cfg, self.deployment
+        try:
+            with deployment.running(self.device, str(cfg.model.name)):
+                if deployment.runtime != "torch":
+                    profiled, runtime_notes, files = profile_in_runtime(
+                        cfg, deployment, self.model, self.inputs, collectors=collectors,
+                        warmup=warmup, repeats=repeats, attach=self.attach, progress=progress)
+                    self.notes += runtime_notes
+                    self.extra_files.update(files)
+                    self.deployed.update(profiled.deployment)
+                    return profiled.result
+                return profile_model(self.model, self.inputs, collectors=collectors,
+                                     warmup=warmup, repeats=repeats, attach=self.attach,
+                                     progress=progress,
+                                     timed_model=deployment.timed_model(self.model))
+        except BaseException as error:
+            add_context(error, "input " + " + ".join(
+                "x".join(map(str, t.shape)) for t in iter_tensors(self.inputs)))
+            raise
+
+
+def prepare_job(cfg: DictConfig) -> ProfileJob:
+    """Check every option of ``cfg``, then build the model and its inputs (nothing written)."""
     check_composed(cfg)
     device = resolve_device(cfg.device)
     repeats, warmup = run_repeats(cfg.run), int(cfg.run.warmup)
@@ -214,33 +258,39 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     deployment.check(device, timed=bool({"cpu_time", "cuda_time"} & set(collectors)),
                      warmup=warmup)
     model, inputs, attach, notes = prepare(cfg, device)
-    running = deployment.running(device, str(cfg.model.name))
-    deployed, extra_files = deployment.metadata(model), {}
-    try:
-        with ForwardProgress(str(cfg.model.name)) as progress, running:
-            if deployment.runtime != "torch":
-                profiled, runtime_notes, extra_files = profile_in_runtime(
-                    cfg, deployment, model, inputs, collectors=collectors, warmup=warmup,
-                    repeats=repeats, attach=attach, progress=progress)
-                result, notes = profiled.result, notes + runtime_notes
-                deployed.update(profiled.deployment)
-            else:
-                result = profile_model(model, inputs, collectors=collectors, warmup=warmup,
-                                       repeats=repeats, attach=attach, progress=progress,
-                                       timed_model=deployment.timed_model(model))
-    except BaseException as error:
-        add_context(error, "input " + " + ".join(
-            "x".join(map(str, t.shape)) for t in iter_tensors(inputs)))
-        raise
-    notes += deployment.notes(model)
+    return ProfileJob(cfg, device, model, inputs, attach, notes, deployment, collectors, warmup,
+                      repeats, ceilings, deployed=deployment.metadata(model))
+
+
+def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
+                print_summary: Optional[bool] = None) -> ProfileRun:
+    """Build the model, profile it and write the run's files into ``run_dir``.
+
+    Every input is checked before anything is written; the files appear all together at the
+    end (see :func:`profiling.reports.write_files`).
+    """
+    job = prepare_job(cfg)
+    with ForwardProgress(str(cfg.model.name)) as progress:
+        result = job.profile(progress=progress)
+    return write_job(job, result, run_dir, print_summary=print_summary)
+
+
+def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path], *,
+              print_summary: Optional[bool] = None) -> ProfileRun:
+    """Write the run folder of ``job``'s ``result`` into ``run_dir`` and print its summary
+    (unless ``summary=false`` or ``print_summary=False``)."""
+    cfg, model, device, deployment = job.cfg, job.model, job.device, job.deployment
+    notes = [*job.notes, *deployment.notes(model)]
     dtype = roofline_dtype(cfg, device.type)
     if dtype == "tf32" and (cfg.get("roofline") or {}).get("dtype") is None:
         notes.append(TF32_NOTE)
+    extra_files = dict(job.extra_files)
     if cfg.get("trace", False):
         from profiling.trace.export import trace_forward
 
         with deployment.running(device, str(cfg.model.name)):
-            extra_files[TRACE_FILE] = trace_forward(model, inputs, attach=attach)
+            extra_files[TRACE_FILE] = trace_forward(model, job.inputs, attach=job.attach)
+    ceilings = job.ceilings
     files, notes = run_files(
         result, model, config=OmegaConf.to_container(cfg, resolve=True), notes=notes,
         ceilings=ceilings, roofline_dtype=dtype, plots=bool(cfg.get("plots")),
@@ -248,13 +298,13 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
         ceilings_source=_ceilings_reference(cfg, ceilings) if ceilings is not None else None,
         metadata={"device": str(device), "overrides": _job_overrides(),
                   "checkpoint": getattr(model, "checkpoint_file", None),
-                  "deployment": deployed})
+                  "deployment": job.deployed})
     files.update(extra_files)
     paths = write_folder(run_dir, files, overwrite=bool(cfg.run.get("overwrite", False)))
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
         print(format_summary(result.stages, times=repeat_table(result.timed),
-                             totals=run_totals(result, model, inputs), coverage=result.coverage,
-                             coverage_hint=COVERAGE_HINT))
+                             totals=run_totals(result, model, job.inputs),
+                             coverage=result.coverage, coverage_hint=COVERAGE_HINT))
         for note in notes:
             print(f"note: {note}")
         if result.uncounted:

@@ -1,0 +1,119 @@
+"""``zoo.compare --run "OVERRIDES A" --run "OVERRIDES B"``: two configurations timed in one
+process, in alternation, so that the machine's drift hits both alike.
+
+Both models are built and analysed first (payload, counts, warm-up, one timed forward each);
+then each round times one forward of each, in the order A B, B A, A B, ... (so that neither
+always goes first). Round ``i``'s two forwards are row ``repeat = i`` of each run's
+``times.csv``; :func:`profiling.reports.comparison.compare_paired_runs` compares them round
+by round. The output folder holds ``a/`` and ``b/`` (run folders, as ``zoo.profile`` writes
+them) and ``compare.csv``, and appears whole or not at all.
+"""
+
+from __future__ import annotations
+
+import shlex
+import tempfile
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pandas as pd
+
+from profiling.reports.comparison import compare_paired_runs
+from profiling.statistics.paired import AB_MIN_CHANGE
+from profiling.reports.files import holds_files, write_folder
+from profiling.reports.runs import RunRecord, read_run
+from profiling.runner import with_more_repeats
+from profiling.statistics.noise import machine_state, noise_report
+
+from .job import ProfileJob, prepare_job, write_job
+from .cli import check_overrides, compose_config
+from ..errors import ConfigError
+from .progress import ForwardProgress
+from .resolvers import run_stamp
+
+__all__ = ["run_ab", "AB_ROUNDS", "COMPARE_FILE", "default_compare_folder"]
+
+#: Rounds (timed forwards of each side) of an A/B comparison by default: enough for a 10%
+#: change in a stage of a few ms to be found 9 times in 10 on a loaded 2-core machine
+#: (``benchmarks/ab_detection.py``, docs/statistics.md).
+AB_ROUNDS = 30
+#: The fewest rounds accepted: 10 rounds let the range of the ratios cover 99.8%, the
+#: confidence that the Bonferroni correction asks of each of 25 rows.
+MIN_ROUNDS = 10
+#: The comparison table's file in the output folder.
+COMPARE_FILE = "compare.csv"
+_TIMERS = ("cpu_time", "cuda_time")
+
+
+def default_compare_folder() -> Path:
+    """``results/compare/STAMP``: a folder no other comparison uses."""
+    return Path("results") / "compare" / run_stamp()
+
+
+def _job(overrides: str, side: str) -> ProfileJob:
+    words = shlex.split(overrides)
+    problem = check_overrides(words)
+    if problem:
+        raise ConfigError(f"--run {side}: {problem}")
+    return prepare_job(compose_config(words))
+
+
+def run_ab(overrides: Sequence[str], out: Optional[Path] = None, *, rounds: int = AB_ROUNDS,
+           overwrite: bool = False, min_change: float = AB_MIN_CHANGE
+           ) -> tuple[pd.DataFrame, RunRecord, RunRecord, Path]:
+    """Profile the two configurations ``overrides`` (``zoo.profile`` overrides, one string
+    each) in alternation for ``rounds`` rounds, write ``out`` (default
+    :func:`default_compare_folder`) and return the comparison table (significance with
+    ``min_change``), both runs and the folder."""
+    if len(overrides) != 2:
+        raise ConfigError(f"--run takes two configurations (A and B), got {len(overrides)}")
+    if rounds < MIN_ROUNDS:
+        raise ConfigError(f"--rounds={rounds} is not accepted; accepted: an integer >= "
+                          f"{MIN_ROUNDS} (with fewer, no interval over a dozen stages reaches "
+                          f"its confidence)")
+    out = Path(out) if out is not None else default_compare_folder()
+    if holds_files(out) and not overwrite:
+        raise ConfigError(f"{out} already holds files; choose another --out, or replace it "
+                          f"whole with --overwrite")
+    jobs = [_job(text, side) for text, side in zip(overrides, "AB")]
+    for job, side in zip(jobs, "AB"):
+        if job.deployment.runtime != "torch":
+            raise ConfigError(f"--run {side}: run.runtime={job.deployment.runtime} is not timed "
+                              f"in alternation; profile each side with zoo.profile and compare "
+                              f"the two run folders")
+        if not set(_TIMERS) & set(job.collectors):
+            raise ConfigError(f"--run {side} measures no time (device={job.device.type}); an "
+                              f"A/B comparison times forwards: use device=cpu or device=cuda")
+    timers = [[c for c in job.collectors if c in _TIMERS] for job in jobs]
+    with ForwardProgress("A/B") as progress:
+        firsts = [job.profile(repeats=1) for job in jobs]
+        before = machine_state()
+        more: list[list] = [[], []]
+        for index in range(1, rounds):
+            for side in ((1, 0) if index % 2 else (0, 1)):
+                more[side].append(jobs[side].profile(collectors=timers[side], warmup=0,
+                                                     repeats=1))
+            progress("rounds", index + 1, rounds)
+        after = machine_state()
+    results = []
+    for first, extra in zip(firsts, more):
+        forward_ms = [*first.forward_ms, *(ms for e in extra for ms in e.forward_ms)]
+        results.append(with_more_repeats(first, extra, noise_report(before, after, forward_ms)))
+    return _write(jobs, results, out, overwrite, min_change)
+
+
+def _write(jobs: Sequence[ProfileJob], results: Sequence, out: Path, overwrite: bool,
+           min_change: float) -> tuple[pd.DataFrame, RunRecord, RunRecord, Path]:
+    out.absolute().parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".ab-", dir=out.absolute().parent) as staging:
+        folders = [Path(staging) / side for side in "ab"]
+        for job, result, folder in zip(jobs, results, folders):
+            write_job(job, result, folder, print_summary=False)
+        records = [read_run(folder) for folder in folders]
+        table = compare_paired_runs(*records, min_change=min_change)
+        files = {f"{folder.name}/{path.relative_to(folder)}": path.read_bytes()
+                 for folder in folders for path in sorted(folder.rglob("*")) if path.is_file()}
+        files[COMPARE_FILE] = table
+        write_folder(out, files, overwrite=overwrite)
+    records = [read_run(out / side) for side in "ab"]
+    return table, records[0], records[1], out
