@@ -19,6 +19,7 @@ _EXPORTS = {
     "is_profiling": "stages", "is_counting": "stages", "Session": "stages",
     "attach_stages": "stages", "walk_payload": "stages",
     "ProfilingError": "errors", "MissingExtra": "errors", "require_extra": "errors",
+    "failed_stage": "errors", "add_context": "errors", "failure_context": "errors",
     "profile_model": "runner", "ProfileResult": "runner",
     "write_run": "reports",
 }

@@ -95,7 +95,8 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_graph_reader_resolves_relative_and_lazy_imports():
-    assert "profiling.errors" in GRAPH["zoo.errors"]
+    assert "profiling.stages.markers" in GRAPH["profiling.stages.session"]  # from . import
+    assert "profiling.split" in GRAPH["zoo.tools.split"]  # inside a function
     assert "profiling" not in GRAPH["profiling"]
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
@@ -120,3 +121,15 @@ def test_every_public_name_resolves(package):
     module = importlib.import_module(package)
     missing = [name for name in getattr(module, "__all__", []) if not hasattr(module, name)]
     assert missing == []
+
+
+def test_zoo_uses_only_the_public_api_of_profiling():
+    """zoo imports ``profiling`` and its packages (whose ``__init__`` is their API), never a
+    module inside them."""
+    public = {name for name in SOURCES if name.startswith("profiling") and _is_package(name)
+              and name.count(".") <= 1}
+    reached = {module: sorted(name for name in targets
+                              if name.startswith("profiling") and name not in public)
+               for module, targets in GRAPH.items() if module.startswith("zoo")}
+    assert {module: names for module, names in reached.items() if names} == {}
+

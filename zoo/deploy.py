@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 import torch
 from torch.utils._pytree import tree_map
 
-from profiling.runner.compiled import compile_model, compile_report, cxx_compiler
+from profiling.runner import compile_model, compile_report, cxx_compiler
 
 from .errors import ConfigError
 from .options import SCHEMA, check_value

@@ -1,6 +1,6 @@
 """The zoo's error for bad configuration: one line, what is wrong and what is accepted."""
 
-from profiling.errors import ProfilingError
+from profiling import ProfilingError
 
 __all__ = ["ConfigError"]
 

@@ -25,7 +25,7 @@ def check_runtime(deployment: Any, device: torch.device) -> None:
     """Raise a one-line :class:`ConfigError` unless ``deployment`` (a
     :class:`~zoo.deploy.Deployment`) can run in its runtime on
     ``device`` (the runtime's packages installed, the options it takes)."""
-    from profiling.errors import require_extra
+    from profiling import require_extra
     from profiling.runtimes import EXTRA, missing_packages
 
     runtime = deployment.runtime

@@ -21,6 +21,7 @@ _EXPORTS = {
     "holds_files": "files", "Content": "files",
     "run_metadata": "metadata", "device_description": "metadata", "host_name": "metadata",
     "COMPARED_METRICS": "comparison", "compare_stages": "comparison", "compare_runs": "comparison",
+    "compare_paired_runs": "comparison",
     "add_significance": "comparison", "forward_comparison": "comparison",
     "change_threshold": "comparison", "withheld_reason": "comparison",
     "config_differences": "comparison", "format_comparison": "comparison",

@@ -18,12 +18,9 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
-from profiling.reports.comparison import compare_paired_runs
-from profiling.statistics.paired import AB_MIN_CHANGE
-from profiling.reports.files import holds_files, write_folder
-from profiling.reports.runs import RunRecord, read_run
+from profiling.reports import RunRecord, compare_paired_runs, holds_files, read_run, write_folder
 from profiling.runner import with_more_repeats
-from profiling.statistics.noise import machine_state, noise_report
+from profiling.statistics import AB_MIN_CHANGE, machine_state, noise_report
 
 from .job import ProfileJob, prepare_job, write_job
 from .cli import check_overrides, compose_config

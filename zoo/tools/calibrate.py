@@ -17,7 +17,7 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
-from profiling.counting.roofline import Ceilings, save_ceilings
+from profiling.counting import Ceilings, save_ceilings
 
 from .cli import ArgumentParser, run_tool
 from ..errors import ConfigError

@@ -23,7 +23,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, Sequence
 
-from profiling.errors import ProfilingError, failed_stage, failure_context
+from profiling import ProfilingError, failed_stage, failure_context
 
 from ..errors import ConfigError
 

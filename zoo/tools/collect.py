@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
-from profiling.reports.runs import TABLE_FORMATS, collect_runs, find_runs, write_table
+from profiling.reports import TABLE_FORMATS, collect_runs, find_runs, write_table
 
 from .cli import EXIT_FAILURE, ArgumentParser, fail, run_tool
 from ..errors import ConfigError

@@ -19,10 +19,9 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from profiling.errors import ProfilingError
-from profiling.reports.comparison import MIN_CHANGE, compare_runs, format_comparison
-from profiling.reports.runs import read_run, write_table
-from profiling.statistics.paired import AB_MIN_CHANGE
+from profiling import ProfilingError
+from profiling.reports import MIN_CHANGE, compare_runs, format_comparison, read_run, write_table
+from profiling.statistics import AB_MIN_CHANGE
 
 from .ab_compare import AB_ROUNDS, COMPARE_FILE, default_compare_folder, run_ab
 from .cli import ArgumentParser, run_tool

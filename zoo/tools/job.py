@@ -11,16 +11,12 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from profiling.statistics.aggregate import repeat_table
-from profiling.errors import add_context, require_extra
-from profiling.statistics.noise import noise_line
-from profiling.stages.payload import iter_tensors
-from profiling.reports.files import write_folder
-from profiling.reports.run_folder import TRACE_FILE, run_files
-from profiling.reports.summary import format_summary, run_totals
-from profiling.counting.roofline import Ceilings, ceilings_for_device, load_ceilings
-from profiling.runner.passes import ProfileResult, check_run_options, profile_model
-from profiling.statistics.intervals import AutoRepeats
+from profiling import add_context, require_extra
+from profiling.counting import Ceilings, ceilings_for_device, load_ceilings
+from profiling.reports import TRACE_FILE, format_summary, run_files, run_totals, write_folder
+from profiling.runner import ProfileResult, check_run_options, profile_model
+from profiling.stages import iter_tensors
+from profiling.statistics import AutoRepeats, noise_line, repeat_table
 
 from .cli import check_composed
 from ..deploy import TF32_NOTE, Deployment, roofline_dtype
@@ -286,7 +282,7 @@ def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path],
         notes.append(TF32_NOTE)
     extra_files = dict(job.extra_files)
     if cfg.get("trace", False):
-        from profiling.trace.export import trace_forward
+        from profiling.trace import trace_forward
 
         with deployment.running(device, str(cfg.model.name)):
             extra_files[TRACE_FILE] = trace_forward(model, job.inputs, attach=job.attach)

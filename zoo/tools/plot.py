@@ -15,9 +15,8 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
-from profiling.errors import ProfilingError, require_extra
-from profiling.reports.files import write_files
-from profiling.reports.runs import read_run
+from profiling import ProfilingError, require_extra
+from profiling.reports import read_run, write_files
 
 from .cli import ArgumentParser, run_tool
 
@@ -28,7 +27,7 @@ def _ceilings(name: Optional[str], explicit: bool):
     """The ceilings named on the command line, else those the run recorded (if loadable)."""
     if not name:
         return None
-    from profiling.counting.roofline import load_ceilings
+    from profiling.counting import load_ceilings
     try:
         return load_ceilings(name)
     except ProfilingError:
@@ -41,7 +40,7 @@ def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[lis
                                                                                 list[str]]:
     """Write the plots of a run or split directory into it; return the paths and notes."""
     require_extra("matplotlib", "plots", "zoo.plot")
-    from profiling.reports.plots import plot_split_latency, render_plots
+    from profiling.reports import plot_split_latency, render_plots
 
     if (directory / "latency.csv").is_file():
         latency = pd.read_csv(directory / "latency.csv")

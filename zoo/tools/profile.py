@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from profiling.errors import require_extra
+from profiling import require_extra
 
 from .cli import CONFIG_DIR, check_overrides, exit_with, fail, hydra_value, run_tool
 from ..errors import ConfigError

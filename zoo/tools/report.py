@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from profiling.errors import ProfilingError, require_extra
+from profiling import ProfilingError, require_extra
 from profiling.reports import MIN_CHANGE, RunRecord
 
 from .cli import ArgumentParser, compose_config, run_tool

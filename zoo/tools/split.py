@@ -69,7 +69,7 @@ def split_config(device: Any, server: Any, overrides: Sequence[str]):
     """The config of the analysis: the runs' (which must agree), or composed from overrides."""
     from omegaconf import OmegaConf
 
-    from profiling.reports.comparison import config_differences
+    from profiling.reports import config_differences
 
     runs = [r for r in (device, server) if r is not None]
     for record in runs:
@@ -99,8 +99,7 @@ def split_config(device: Any, server: Any, overrides: Sequence[str]):
 
 def _check_arguments(args) -> tuple[str, ...]:
     """Every argument checked before any work; returns the codecs."""
-    from profiling.split.encodings import check_codecs
-    from profiling.split.latency import check_link
+    from profiling.split import check_codecs, check_link
 
     check_link(args.bandwidth, args.rtt)
     if args.depth < 0:
@@ -124,9 +123,8 @@ def _check_arguments(args) -> tuple[str, ...]:
 def _run(argv: Optional[Sequence[str]]) -> None:
     args = _parser().parse_args(argv)
     codecs = _check_arguments(args)
-    from profiling.reports.files import write_files
-    from profiling.reports.runs import read_run
-    from profiling.counting.roofline import load_ceilings
+    from profiling.counting import load_ceilings
+    from profiling.reports import read_run, write_files
 
     ceilings = load_ceilings(args.device_ceilings) if args.device_ceilings else None
     device_run = read_run(args.device_run) if args.device_run else None

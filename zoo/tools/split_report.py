@@ -7,11 +7,10 @@ from typing import Any, Optional
 import pandas as pd
 import torch
 
-from profiling.errors import MissingExtra, require_extra
-from profiling.stages.payload import iter_tensors
-from profiling.counting.roofline import Ceilings
-from profiling.split.analysis import analyse_cuts, cut_table
-from profiling.split.latency import best_cuts, encodings_of, split_latency
+from profiling import MissingExtra, require_extra
+from profiling.counting import Ceilings
+from profiling.split import analyse_cuts, best_cuts, cut_table, encodings_of, split_latency
+from profiling.stages import iter_tensors
 
 from .job import prepare
 
@@ -76,8 +75,7 @@ def _plots(analysis, cuts: pd.DataFrame, latency: Optional[pd.DataFrame], title:
         require_extra("matplotlib", "plots", "the split plots")
     except MissingExtra as missing:
         return {}, [f"note: no plots: {missing}"]
-    from profiling.reports.plots import plot_split_latency
-    from profiling.reports.split_plots import plot_split_timeline
+    from profiling.reports import plot_split_latency, plot_split_timeline
 
     files = {"split_timeline.png": plot_split_timeline(analysis.timeline, cuts,
                                                        analysis.stage_spans, title)}

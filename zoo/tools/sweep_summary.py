@@ -46,7 +46,7 @@ last_sweep: Optional[SweepOutcome] = None
 
 def summarise_sweep(sweep_dir: Path, file_name: str = "summary.csv") -> SweepOutcome:
     """Write the summary table of the runs below ``sweep_dir`` and return the outcome."""
-    from profiling.reports.runs import collect_runs, find_runs, write_table
+    from profiling.reports import collect_runs, find_runs, write_table
 
     table = collect_runs(find_runs(sweep_dir), root=sweep_dir)
     path = write_table(table, Path(sweep_dir) / file_name)
@@ -75,7 +75,7 @@ class _SweepProgress:
     def __init__(self, sweep_dir: Path, total: Optional[int]) -> None:
         from tqdm.auto import tqdm
 
-        from profiling.reports.runs import find_runs
+        from profiling.reports import find_runs
         self.sweep_dir = sweep_dir
         self.known = set(find_runs(sweep_dir)) if sweep_dir.is_dir() else set()
         self.bar = tqdm(total=total, desc="sweep", unit="run", file=sys.stderr)
@@ -88,7 +88,7 @@ class _SweepProgress:
             self._update()
 
     def _update(self) -> None:
-        from profiling.reports.runs import find_runs
+        from profiling.reports import find_runs
 
         if self.sweep_dir.is_dir():
             done = len(set(find_runs(self.sweep_dir)) - self.known)
@@ -132,7 +132,7 @@ class SweepSummary(Callback):
         """Leave ``error.json`` for a failed job of a multirun and let the sweep go on."""
         if config.hydra.mode != RunMode.MULTIRUN or job_return.status != JobStatus.FAILED:
             return
-        from profiling.reports.runs import write_failure
+        from profiling.reports import write_failure
 
         error = job_return._return_value
         task = {k: v for k, v in OmegaConf.to_container(config, resolve=False).items()
