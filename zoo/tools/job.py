@@ -28,13 +28,14 @@ from ..registry import create_model
 from ..user_values import check_plain_config
 from ..runtime import profile_in_runtime
 
-__all__ = ["ProfileRun", "ProfileJob", "prepare_job", "write_job", "run_profile",
+__all__ = ["RunFolder", "ProfileJob", "prepare_job", "write_job", "run_profile",
            "resolve_device", "build_model", "make_inputs", "prepare"]
 
 
 @dataclass
-class ProfileRun:
-    """A finished run: its result, the files written and notes on what was done."""
+class RunFolder:
+    """The run folder a job wrote: where it is, its files, the result they were written from
+    and notes on what was done (read it back with :func:`profiling.reports.read_run`)."""
 
     result: ProfileResult
     run_dir: Path
@@ -259,7 +260,7 @@ def prepare_job(cfg: DictConfig) -> ProfileJob:
 
 
 def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
-                print_summary: Optional[bool] = None) -> ProfileRun:
+                print_summary: Optional[bool] = None) -> RunFolder:
     """Build the model, profile it and write the run's files into ``run_dir``.
 
     Every input is checked before anything is written; the files appear all together at the
@@ -272,7 +273,7 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
 
 
 def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path], *,
-              print_summary: Optional[bool] = None) -> ProfileRun:
+              print_summary: Optional[bool] = None) -> RunFolder:
     """Write the run folder of ``job``'s ``result`` into ``run_dir`` and print its summary
     (unless ``summary=false`` or ``print_summary=False``)."""
     cfg, model, device, deployment = job.cfg, job.model, job.device, job.deployment
@@ -309,7 +310,7 @@ def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path],
         print(f"run directory: {Path(run_dir).resolve()}")
         if noise_line(result.noise):
             print(noise_line(result.noise))
-    return ProfileRun(result, Path(run_dir), paths, notes)
+    return RunFolder(result, Path(run_dir), paths, notes)
 
 
 #: What the coverage line suggests when too little of the forward is in named stages.
