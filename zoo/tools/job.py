@@ -165,15 +165,18 @@ def make_inputs(cfg: DictConfig, model: torch.nn.Module, device: torch.device
     return inputs, notes
 
 
-def prepare(cfg: DictConfig, device: torch.device
+def prepare(cfg: DictConfig, device: torch.device, deployment: Optional[Deployment] = None
             ) -> tuple[torch.nn.Module, tuple[Any, ...], dict[str, str], list[str]]:
     """The model in eval mode on ``device``, its seeded inputs, its attached stages, and notes
-    (padding; on the meta device, what the model assumes there)."""
+    (padding; on the meta device, what the model assumes there), deployed as ``deployment``
+    says (by default the one ``cfg.run`` describes)."""
     model = build_model(cfg.model, int(cfg.run.seed), device).eval().to(device)
     inputs, notes = make_inputs(cfg, model, device)
     if device.type == "meta" and model.meta_note():
         notes.append(model.meta_note())
-    model, inputs = Deployment.from_config(cfg.run).apply(model, inputs)  # run.dtype & co.
+    if deployment is None:
+        deployment = Deployment.from_config(cfg.run)
+    model, inputs = deployment.apply(model, inputs)  # run.dtype & co.
     return model, inputs, model.stage_paths(), notes
 
 
@@ -254,7 +257,7 @@ def prepare_job(cfg: DictConfig) -> ProfileJob:
     deployment = Deployment.from_config(cfg.run)
     deployment.check(device, timed=bool({"cpu_time", "cuda_time"} & set(collectors)),
                      warmup=warmup)
-    model, inputs, attach, notes = prepare(cfg, device)
+    model, inputs, attach, notes = prepare(cfg, device, deployment)
     return ProfileJob(cfg, device, model, inputs, attach, notes, deployment, collectors, warmup,
                       repeats, ceilings, deployed=deployment.metadata(model))
 
