@@ -50,7 +50,7 @@ def test_an_existing_run_is_refused_then_replaced_whole(tmp_path, capsys, monkey
     (run_dir / "plots" / "old.png").write_bytes(b"old")
     before = (run_dir / "meta.json").read_text()
     refused = run_main(main, [*META, f"hydra.run.dir={run_dir}"], capsys, monkeypatch)
-    assert refused.code == 2 and "already holds a run" in refused.line
+    assert refused.code == 2 and "already holds files" in refused.line
     assert (run_dir / "meta.json").read_text() == before
     replaced = run_main(main, [*META, f"hydra.run.dir={run_dir}", "run.overwrite=true"], capsys,
                         monkeypatch)
@@ -146,8 +146,8 @@ def test_out_of_memory_names_the_stage_and_the_size(tmp_path, capsys, monkeypatc
 def test_a_forward_that_raises_names_its_stage(tmp_path, capsys, monkeypatch):
     error = ValueError("shapes do not match\nsecond line")
     outcome = _run_raising(_Raising(error, "decoder"), tmp_path, capsys, monkeypatch)
-    assert outcome.line.startswith("error: ValueError in stage 'decoder': shapes do not match "
-                                   "(traceback in ")
+    assert outcome.line.startswith("error: ValueError in stage 'decoder' at input 1x3x64x64: "
+                                   "shapes do not match (traceback in ")
 
 
 def test_io_errors_are_one_line():
@@ -161,7 +161,7 @@ def test_a_sweep_folder_is_never_reused_without_overwrite(tmp_path, capsys, monk
     assert run_main(main, args, capsys, monkeypatch).code == 0
     summary = (sweep / "summary.csv").read_text()
     refused = run_main(main, args, capsys, monkeypatch)
-    assert refused.code == 2 and "already holds a sweep" in refused.line
+    assert refused.code == 2 and "already holds files" in refused.line
     (sweep / "9_stale").mkdir()
     (sweep / "9_stale" / "error.json").write_text('{"status": "failed"}')
     again = run_main(main, [*args, "run.overwrite=true"], capsys, monkeypatch)

@@ -31,9 +31,9 @@ def test_cli_writes_the_contract_files(tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"run directory: {run_dir}" in done.stdout
     assert "backbonefpn_body" in done.stdout
-    assert {p.name for p in run_dir.iterdir()} == {"stages.csv", "payload.log", "meta.json",
-                                                   "layers.csv", "layers.txt", "modules.csv",
-                                                   "modules.txt", "times.csv"}
+    assert {p.name for p in run_dir.iterdir()} == {".stagezoo", "stages.csv", "payload.log",
+                                                   "meta.json", "layers.csv", "layers.txt",
+                                                   "modules.csv", "modules.txt", "times.csv"}
     stages = pd.read_csv(run_dir / "stages.csv")
     body = stages[stages.stage == "backbonefpn_body"].iloc[0]
     # 64x64 stays 64x64: body levels at strides 4..32 with 256..2048 channels

@@ -12,7 +12,7 @@ import torch
 
 from .checkpoints import load_checkpoint, read_state_dict
 from .errors import ConfigError
-from .options import check_value, checker_for_annotation
+from .options import NULL_DEFAULT_OPTIONS, check_value, checker_for_annotation
 from .stage_selection import check_stage_options, select_stage_paths
 
 __all__ = ["register_model", "create_model", "list_models", "model_options"]
@@ -111,8 +111,9 @@ def create_model(name: str, **options: Any) -> torch.nn.Module:
                           f"accepted: {', '.join(sorted(accepted))}")
     hints = {**typing.get_type_hints(builder), **_CHECKPOINT_TYPES}
     for option, value in options.items():
-        if option in hints:
-            check_value(f"model.{option}", value, checker_for_annotation(hints[option]))
+        if option in hints:  # a declared kind is at least as strict as the annotation
+            check_value(f"model.{option}", value, NULL_DEFAULT_OPTIONS.get(option) or
+                        checker_for_annotation(hints[option]))
     stage_depth, stage_paths = check_stage_options(options.pop("stage_depth", 1),
                                                    options.pop("stage_paths", None))
     checkpoint = options.pop("checkpoint", None)

@@ -33,6 +33,12 @@ MODEL_TARGET = "zoo.create_model"
 BOOLEAN_SPELLINGS = ("true", "True", "false", "False")
 #: Parts of the ``hydra`` node that name callables (callbacks, logging handler factories).
 _HYDRA_CODE = ("hydra.callbacks", "hydra.job_logging", "hydra.hydra_logging")
+#: Hydra settings that would break the run folder's promises, and why they are fixed.
+_HYDRA_FIXED = {
+    "hydra.output_subdir": "meta.json records the config and the overrides, and a run folder "
+                           "holds only what the run wrote",
+    "hydra.job.chdir": "the tools write where they are told, never into the folder they run in",
+}
 
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _BOOLEAN_WORD = re.compile(r"(?<![\w.$/-])(true|false)(?![\w.-])", re.IGNORECASE)
@@ -77,6 +83,8 @@ def check_override(override: str) -> None:
     if any(name == h or name.startswith(h + ".") for h in _HYDRA_CODE):
         raise ConfigError(f"'{name}' is not an option: the shipped configs set Hydra's "
                           f"callbacks and logging")
+    if name in _HYDRA_FIXED:
+        raise ConfigError(f"'{name}' is not an option: {_HYDRA_FIXED[name]}")
     try:
         parsed = OverridesParser.create().parse_override(override)
     except Exception:  # noqa: BLE001  (a malformed override is reported by the composition)

@@ -195,8 +195,10 @@ def save_ceilings(device: Ceilings, path: Union[str, Path]) -> Path:
     data = {"name": device.name, "source": device.source,
             "peak_flops_per_s": {k: float(v) for k, v in device.peak_flops_per_s.items()},
             "memory_bandwidth_bytes_per_s": float(device.memory_bandwidth_bytes_per_s)}
+    from ..reports.files import write_file  # whole or not at all
+
     path = Path(path)
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    write_file(path, yaml.safe_dump(data, sort_keys=False))
     return path
 
 

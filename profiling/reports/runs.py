@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 import pandas as pd
 
 from ..errors import ProfilingError
+from .files import write_file
 
 __all__ = ["RunRecord", "read_run", "find_runs", "collect_runs", "write_failure",
            "flatten_config", "parse_overrides", "write_table", "forward_median", "ERROR_FILE",
@@ -87,7 +88,7 @@ def write_failure(directory: PathLike, error: BaseException, *,
         "config": dict(config or {}),
     }
     path = directory / ERROR_FILE
-    path.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    write_file(path, json.dumps(record, indent=2, default=str) + "\n")
     return path
 
 
@@ -236,13 +237,12 @@ def write_table(table: pd.DataFrame, path: PathLike) -> Path:
                              f"{', '.join(TABLE_FORMATS)}")
     if path.is_dir():
         raise ProfilingError(f"{path} is a folder; give a file name ending in .csv or .parquet")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    content: Union[bytes, pd.DataFrame] = table
     if path.suffix.lower() == ".parquet":
         try:
-            table.to_parquet(path, index=False)
+            content = table.to_parquet(index=False)
         except ImportError as error:
             raise ProfilingError(f"writing parquet needs pyarrow or fastparquet ({error}); "
                                  f"install one, or write a .csv") from None
-    else:
-        table.to_csv(path, index=False)
+    write_file(path, content)  # whole or not at all
     return path

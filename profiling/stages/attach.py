@@ -11,6 +11,7 @@ one stage, and its children stay inside it.
 
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
 from typing import Iterator, Mapping, Optional
 
@@ -112,6 +113,9 @@ def _post_hook(open_calls: list):
         call = open_calls.pop() if open_calls else None
         session = active_session()
         if session is not None and call is not None:
+            failure = sys.exc_info()[1] if output is None else None
+            if failure is not None:  # torch calls the hook while the forward's error unwinds
+                session.note_failure(failure)
             session.record_output(call, output)
             session.exit_stage(call)
     return hook

@@ -18,6 +18,7 @@ from typing import Callable, Optional, Sequence
 import torch
 
 from profiling.counting import Ceilings, save_ceilings
+from profiling.reports import check_output_file
 
 from .cli import ArgumentParser, run_tool
 from ..errors import ConfigError
@@ -142,6 +143,8 @@ def _main(argv: Optional[Sequence[str]]) -> Ceilings:
                         help="time per measurement, > 0 and <= 3600 (default 2)")
     parser.add_argument("--output", help="write the ceilings to this YAML file")
     args = parser.parse_args(argv)
+    if args.output:
+        check_output_file(args.output, "--output")  # before measuring
     result = calibrate(args.device, args.dtypes, args.size, args.megabytes, args.seconds)
     print(f"{result.name}")
     for name, rate in result.peak_flops_per_s.items():

@@ -48,6 +48,8 @@ def _config_dir() -> Path:
 CONFIG_DIR = _config_dir()
 
 _GROUPS = ("model", "device", "input", "experiment")
+#: The groups every run needs (``~model`` on the command line is refused).
+_REQUIRED = ("model", "device", "input")
 _OOM = re.compile(r"out of memory|can't allocate memory|not enough memory", re.IGNORECASE)
 _TRIED = re.compile(r"(?:tried to allocate|Tried to allocate)\s+([\d.,]+\s*\w+)")
 
@@ -117,16 +119,17 @@ def describe_failure(error: BaseException) -> tuple[str, int]:
     if isinstance(error, ProfilingError):
         return str(error), EXIT_BAD_INPUT
     where = f" in stage '{failed_stage(error)}'" if failed_stage(error) else ""
+    context = f" at {failure_context(error)}" if failure_context(error) else ""
     if _is_out_of_memory(error):
         tried = _TRIED.search(str(error))
-        context = f" at {failure_context(error)}" if failure_context(error) else ""
         size = f" (tried to allocate {tried.group(1)})" if tried else ""
         return (f"out of memory{where}{context}{size}; try a smaller input.size or "
                 f"input.batch, or device=meta for shapes and counts"), EXIT_FAILURE
     if isinstance(error, OSError) and error.filename is not None:
         return f"cannot write or read {error.filename}: {error.strerror}", EXIT_FAILURE
     text = str(error).strip().splitlines()
-    return f"{type(error).__name__}{where}: {text[0] if text else '(no message)'}", EXIT_FAILURE
+    return (f"{type(error).__name__}{where}{context}: {text[0] if text else '(no message)'}",
+            EXIT_FAILURE)
 
 
 _interrupted = False
@@ -172,8 +175,9 @@ def config_options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
 
 
-def compose_config(overrides: Sequence[str], config_name: str = "profile"):
-    """Compose the app's config with ``overrides`` (outside of a Hydra run)."""
+def compose_config(overrides: Sequence[str], config_name: str = "profile", hydra: bool = False):
+    """Compose the app's config with ``overrides`` (outside of a Hydra run); with ``hydra``,
+    its ``hydra`` node too."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
@@ -183,7 +187,8 @@ def compose_config(overrides: Sequence[str], config_name: str = "profile"):
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        return compose(config_name=config_name, overrides=list(overrides))
+        return compose(config_name=config_name, overrides=list(overrides),
+                       return_hydra_config=hydra)
 
 
 def _explain(error: Exception, overrides: Sequence[str], config_name: str) -> str:
@@ -238,9 +243,31 @@ def check_composed(cfg: Any) -> None:
 
     plain = OmegaConf.to_container(cfg, resolve=False)
     plain.pop("hydra", None)
+    for group in _REQUIRED:
+        if not isinstance(plain.get(group), dict):
+            raise ConfigError(f"the {group} group is required and cannot be deleted (~{group}); "
+                              f"choose one of: {', '.join(config_options(group))}")
     check_plain_config(plain)
+    for key in plain:
+        resolve_interpolations(cfg, key)
     model = plain.get("model") or {}
     check_config(plain, _model_defaults(model.get("name")))
+
+
+def resolve_interpolations(cfg: Any, key: str) -> None:
+    """Resolve every interpolation under ``cfg[key]``; raise a one-line ``ConfigError`` for
+    one that cannot be (an unset ``${oc.env:...}``, a missing key, a malformed one)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        node = cfg[key]
+        if OmegaConf.is_config(node):
+            OmegaConf.to_container(node, resolve=True)
+    except (OmegaConfBaseException, ValueError, KeyError) as error:
+        where = getattr(error, "full_key", None) or key
+        raise ConfigError(f"{where}: cannot resolve the interpolation: "
+                          f"{str(error).strip().splitlines()[0]}") from None
 
 
 def _variants(overrides: Sequence[str]) -> list[list[str]]:
@@ -266,12 +293,16 @@ def check_overrides(overrides: Sequence[str], config_name: str = "profile") -> O
     model or option, a malformed override, a value of the wrong type) into one line saying what
     is accepted.
     """
-    from ..user_values import check_override
+    from ..user_values import check_override, check_yaml_booleans
 
     try:
         for override in overrides:
             if not override.startswith("-"):
                 check_override(override)
+            name, _, value = override.partition("=")
+            if name.lstrip("+") == "experiment" and (CONFIG_DIR / "experiment" /
+                                                     f"{value}.yaml").is_file():
+                check_yaml_booleans(CONFIG_DIR / "experiment" / f"{value}.yaml")
     except ConfigError as error:
         return str(error)
     plain = [o for o in overrides if not o.startswith("hydra.") and not o.startswith("-")]

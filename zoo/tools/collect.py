@@ -15,7 +15,8 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
-from profiling.reports import TABLE_FORMATS, collect_runs, find_runs, write_table
+from profiling.reports import TABLE_FORMATS, check_output_file, collect_runs, find_runs, \
+    write_table
 
 from .cli import EXIT_FAILURE, ArgumentParser, fail, run_tool
 from ..errors import ConfigError
@@ -37,6 +38,7 @@ def collect(directories: Sequence[Path], out: Path) -> tuple[Path, pd.DataFrame,
     the table and one line per broken run that was skipped."""
     if Path(out).suffix.lower() not in TABLE_FORMATS:
         raise ConfigError(f"--out {out}: accepted extensions are {', '.join(TABLE_FORMATS)}")
+    check_output_file(out, "--out")  # before the work
     runs: list[Path] = []
     for directory in directories:
         if not directory.is_dir():

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from profiling import ProfilingError
-from profiling.reports import MIN_CHANGE, compare_runs, format_comparison, read_run, write_table
+from profiling.reports import MIN_CHANGE, check_output_file, compare_runs, format_comparison, \
+    read_run, write_table
 from profiling.statistics import AB_MIN_CHANGE
 
 from .ab_compare import AB_ROUNDS, COMPARE_FILE, default_compare_folder, run_ab
@@ -65,14 +66,14 @@ def _folders(args) -> tuple:
         raise ConfigError("give two run folders (RUN_A RUN_B) or two configurations "
                           "(--run \"OVERRIDES A\" --run \"OVERRIDES B\")")
     min_change = MIN_CHANGE if args.min_change is None else args.min_change
+    out = check_output_file(args.out or default_compare_folder() / COMPARE_FILE, "--out")
+    if out.exists() and not args.overwrite:  # both checked before the work
+        raise ConfigError(f"{out} exists; choose another --out, or replace it with --overwrite")
     a, b = read_run(args.run_a), read_run(args.run_b)
     for record in (a, b):
         if record.status != "ok":
             raise ProfilingError(f"{record.directory} is a failed run ({record.error})")
     table = compare_runs(a, b, min_change=min_change, loaded=args.loaded)
-    out = args.out or default_compare_folder() / COMPARE_FILE
-    if out.exists() and not args.overwrite:
-        raise ConfigError(f"{out} exists; choose another --out, or replace it with --overwrite")
     return table, a, b, write_table(table, out), min_change
 
 

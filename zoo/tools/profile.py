@@ -12,7 +12,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 from profiling import require_extra
 
@@ -56,25 +56,41 @@ def _job(cfg) -> None:
         raise
 
 
-def _check_output_folders(arguments: Sequence[str]) -> None:
-    """Refuse an empty output folder, and one that holds a run, before any work."""
+def _overwrite(arguments: Sequence[str]) -> bool:
+    """``run.overwrite`` as Hydra parses it (``true`` and ``True`` alike)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    given = hydra_value(arguments, "run.overwrite")
+    return given is not None and OverridesParser.create().parse_override(
+        f"run.overwrite={given}").value() is True
+
+
+def _check_output_folders(arguments: Sequence[str]) -> Optional[tuple[Path, Path]]:
+    """Refuse an output folder that may not be written, before any work
+    (:func:`profiling.reports.files.check_replaceable`). For a sweep that replaces an old
+    one, return ``(sweep folder, staging folder)``: the jobs write into the staging folder,
+    which replaces the old sweep only once they are done."""
+    from profiling.reports import check_replaceable, check_writable, holds_files, \
+        staging_folder
+
     multirun = any(a in ("-m", "--multirun") for a in arguments)
+    if multirun and hydra_value(arguments, "hydra.sweep.subdir") is not None:
+        from .sweep_summary import check_job_folders
+
+        check_job_folders([a for a in arguments if "=" in a and not a.startswith("-")])
     key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
     folder = hydra_value(arguments, key)
     if folder is None:
-        _check_writable(key, Path("results"))  # the default folders are below it
-        return
+        check_writable(key, Path("results"))  # the default folders are below it
+        return None
     if not folder.strip():
         raise ConfigError(f"{key} is empty; give a folder, e.g. {key}=results/my-run")
-    path = Path(folder)
-    _check_writable(key, path)
-    if path.is_dir() and any(path.iterdir()):
-        if hydra_value(arguments, "run.overwrite") != "true":
-            raise ConfigError(f"{key}={folder} already holds a {'sweep' if multirun else 'run'}; "
-                              f"choose another folder, or replace it whole with "
-                              f"run.overwrite=true")
-        if multirun:
-            shutil.rmtree(path)
+    folder = _resolved(key, folder)
+    check_writable(key, Path(folder))
+    real = check_replaceable(folder, _overwrite(arguments))  # a ProfilingError: exit 2
+    if multirun and holds_files(real):
+        return real, staging_folder(real)
+    return None
 
 
 def _check_launcher(arguments: Sequence[str]) -> None:
@@ -85,14 +101,29 @@ def _check_launcher(arguments: Sequence[str]) -> None:
                       f"hydra/launcher={launcher}")
 
 
-def _check_writable(key: str, path: Path) -> None:
-    """Refuse a folder below a file, or on a file system that cannot be written."""
-    existing = next(p for p in [path.absolute(), *path.absolute().parents] if p.exists())
-    if not existing.is_dir():
-        raise ConfigError(f"{key}={path}: {existing} is a file, not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"{key}={path}: {existing} cannot be written (read-only?); choose "
-                          f"another folder with {key}=...")
+def _resolved(key: str, folder: str) -> str:
+    """``folder`` with its interpolations resolved where they can be before Hydra starts
+    (``${oc.env:...}``; those naming ``hydra.*`` are resolved by Hydra itself)."""
+    if "${" not in folder:
+        return folder
+    from omegaconf import OmegaConf
+    from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
+
+    try:
+        return str(OmegaConf.create({"folder": folder}).folder)
+    except InterpolationKeyError:
+        return folder
+    except (OmegaConfBaseException, ValueError) as error:
+        raise ConfigError(f"{key}={folder}: cannot resolve the interpolation: "
+                          f"{str(error).strip().splitlines()[0]}") from None
+
+
+def _staged(arguments: list[str], staged: Optional[tuple[Path, Path]]) -> list[str]:
+    """The command line with the sweep folder swapped for its staging folder."""
+    if staged is None:
+        return arguments
+    return [a if a.partition("=")[0].lstrip("+") != "hydra.sweep.dir" else
+            f"hydra.sweep.dir={staged[1]}" for a in arguments]
 
 
 def _main() -> None:
@@ -102,16 +133,33 @@ def _main() -> None:
 
     arguments = sys.argv[1:]
     if not any(a in _HELP for a in arguments):
-        problem = check_overrides([a for a in arguments if "=" in a and not a.startswith("-")])
+        problem = check_overrides([a for a in arguments if "=" in a and not a.startswith("-")
+                                   or a.startswith("~")])
         if problem:
             raise ConfigError(problem)
         _check_launcher(arguments)
-        _check_output_folders(arguments)
+        staged = _check_output_folders(arguments)
+    else:
+        staged = None
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()  # a config composed before (the checks, a test) is done
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra's own failures reach run_tool: one line
-    hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="profile")(_job)()
+    sys.argv[1:] = _staged(arguments, staged)
+    try:
+        hydra.main(version_base="1.3", config_path=str(CONFIG_DIR),
+                   config_name="profile")(_job)()
+    except BaseException:
+        if staged is not None:  # the old sweep stays whole
+            shutil.rmtree(staged[1], ignore_errors=True)
+        raise
+    finally:
+        sys.argv[1:] = arguments
+    if staged is not None:
+        from profiling.reports import replace_folder
+
+        replace_folder(staged[1], staged[0])
+        print(f"sweep folder: {staged[0]} (the old sweep replaced)")
     outcome = sweep_summary.last_sweep
     if outcome is not None and outcome.failed:
         fail(f"{outcome.failed} of {outcome.runs} runs failed; their errors are in "

@@ -22,16 +22,18 @@ depth N of the module tree, ``--every-op`` every operator boundary. Without a de
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from .cli import ArgumentParser, check_overrides, compose_config, run_tool
 from ..errors import ConfigError
+from .resolvers import model_label, run_stamp
 
 __all__ = ["main", "split_config"]
 
 _SAME = ("model.", "input.", "run.seed")
+#: Where an analysis goes without ``--out``: a folder of its own per run.
+_DEFAULT_PARENT = Path("results/splits")
 
 
 def _parser() -> ArgumentParser:
@@ -124,8 +126,11 @@ def _run(argv: Optional[Sequence[str]]) -> None:
     args = _parser().parse_args(argv)
     codecs = _check_arguments(args)
     from profiling.counting import load_ceilings
-    from profiling.reports import read_run, write_files
+    from profiling.reports import check_replaceable, check_writable, read_run, write_folder
 
+    if args.out is not None:  # checked before the work: never an analysis lost at the end
+        check_replaceable(args.out, option=None)
+    check_writable("--out", args.out or _DEFAULT_PARENT)
     ceilings = load_ceilings(args.device_ceilings) if args.device_ceilings else None
     device_run = read_run(args.device_run) if args.device_run else None
     server_run = read_run(args.server_run) if args.server_run else None
@@ -133,9 +138,9 @@ def _run(argv: Optional[Sequence[str]]) -> None:
     from .split_report import analyse
 
     files, lines = analyse(cfg, args, codecs, ceilings, device_run, server_run)
-    out = args.out or Path("results/splits") / (
-        f"{datetime.datetime.now():%Y-%m-%d_%H-%M-%S}_{cfg.model.name}")
-    write_files(out, files)
+    label = model_label(cfg.model.name, cfg.model.get("arch"))
+    out = args.out or _DEFAULT_PARENT / f"{run_stamp()}_{label}"
+    write_folder(out, files)
     print("\n".join(lines))
     print(f"split analysis: {Path(out).resolve()}")
 

@@ -20,7 +20,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
@@ -59,10 +59,7 @@ def _job_count(config: DictConfig) -> Optional[int]:
     """How many jobs the basic sweeper will launch (``None`` for other sweepers)."""
     if "BasicSweeper" not in str(OmegaConf.select(config, "hydra.sweeper._target_")):
         return None
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
-    return sum(len(batch) for batch in BasicSweeper.split_arguments(parsed, None))
+    return len(sweep_jobs(config.hydra.overrides.task))
 
 
 class _SweepProgress:
@@ -110,6 +107,40 @@ def _progress(config: DictConfig) -> Optional[_SweepProgress]:
         return None
 
 
+def sweep_jobs(overrides: Sequence[str]) -> list[list[str]]:
+    """The overrides of each job that the basic sweeper launches for ``overrides``, in
+    order."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+def check_job_folders(overrides: Sequence[str]) -> None:
+    """Refuse a sweep (the command line's ``overrides``) in which two jobs would write into
+    one folder, a ``hydra.sweep.subdir`` that does not tell them apart, before anything
+    starts: each job's folder is resolved as the basic launcher resolves it."""
+    from omegaconf import open_dict
+
+    from .cli import compose_config
+    from ..errors import ConfigError
+
+    seen: dict[str, int] = {}
+    for number, job in enumerate(sweep_jobs(overrides)):
+        config = compose_config(job, hydra=True)
+        with open_dict(config):
+            config.hydra.job.id = number
+            config.hydra.job.num = number
+        folder = str(OmegaConf.select(config, "hydra.sweep.subdir"))
+        if folder in seen:
+            raise ConfigError(
+                f"hydra.sweep.subdir={config.hydra.sweep.subdir} gives jobs {seen[folder]} "
+                f"and {number} the same folder '{folder}'; include ${{hydra.job.num}} or "
+                f"${{hydra.job.override_dirname}} in it")
+        seen[folder] = number
+
+
 class SweepSummary(Callback):
     """Record failed jobs, and write the sweep's summary table when the multirun ends.
 
@@ -125,7 +156,10 @@ class SweepSummary(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global last_sweep
+        from profiling.reports import mark_folder
+
         last_sweep = None
+        mark_folder(config.hydra.sweep.dir)  # run.overwrite may replace this sweep later
         self._bar = _progress(config) if self.progress else None
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:

@@ -1,0 +1,158 @@
+"""Exit codes that tell the truth (issue 23, section 7): every input mistake is one line and
+exit 2, checked before the work, and a failure inside a library network is exit 1 naming the
+stage and the input shape."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import zoo
+from cli_runner import run_main
+from zoo.tools import calibrate, collect, compare, split
+from zoo.tools import job
+from zoo.tools.cli import compose_config
+from zoo.tools.profile import main
+
+META = ["device=meta", "summary=false", "input.size=[32,32]"]
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    (["~model"], "the model group is required and cannot be deleted (~model); choose one of: "),
+    (["~device"], "the device group is required"),
+    (["~input"], "the input group is required"),
+    (["model.arch=${oc.env:ZOO_NOT_SET_ANYWHERE}", "model=torchvision"],
+     "model.arch: cannot resolve the interpolation: KeyError raised while resolving "
+     "interpolation: \"Environment variable 'ZOO_NOT_SET_ANYWHERE' not found\""),
+    (["input.batch=${nowhere.key}"], "input.batch: cannot resolve the interpolation"),
+    (["run.seed=${oc.decode:'[1'}"], "run.seed: cannot resolve the interpolation"),
+    (["plots=${oc.env:ZOO_NOT_SET_ANYWHERE}"], "plots: cannot resolve the interpolation"),
+    (["input.size=5"], "input.size=5 is not accepted; accepted: null or [..., ...] with "),
+    (["collectors=5"], "collectors=5 is not accepted"),
+    (["model=swiftnet", "model.spp_grids=8"], "model.spp_grids=8 is not accepted"),
+    (["model=torchvision", "model.stage_paths=3"], "model.stage_paths=3 is not accepted"),
+    (["model=swiftnet", "model.img_std=[0,1,1]"], "model.img_std=[0, 1, 1] is not accepted"),
+    (["model=swiftnet", "model.img_std=[1,1,0.0]"], "model.img_std=[1, 1, 0.0] is not"),
+    (["model=swiftnet", "model.img_std=[1,nan,1]"], "is not accepted"),
+])
+def test_input_mistakes_are_one_line_and_exit_2(overrides, expected, tmp_path, capsys,
+                                                monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    deleted = [o[1:] for o in overrides if o.startswith("~")]
+    common = [m for m in META if not any(m.startswith(group) for group in deleted)]
+    outcome = run_main(main, [*common, *overrides, f"hydra.run.dir={tmp_path / 'run'}"], capsys,
+                       monkeypatch)
+    assert outcome.code == 2, outcome
+    assert expected in outcome.line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unresolvable_output_folder_is_exit_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for key in ("hydra.run.dir", "hydra.sweep.dir"):
+        outcome = run_main(main, [*(["-m"] if "sweep" in key else []), *META,
+                                  f"{key}=${{oc.env:ZOO_NOT_SET_ANYWHERE}}"], capsys,
+                           monkeypatch)
+        assert outcome.code == 2 and "cannot resolve the interpolation" in outcome.line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_zero_std_is_refused_in_python_too():
+    with pytest.raises(zoo.ConfigError, match="model.img_std=.* accepted: null or a non-empty "
+                                               "list of finite numbers > 0"):
+        zoo.create_model("swiftnet", img_std=[58.0, 0.0, 57.0])
+
+
+@pytest.mark.parametrize("folder", ["/dev/null", "/dev/null/run", "/dev/zero", "/proc/self"])
+def test_a_device_path_is_not_an_output_folder(folder, capsys, monkeypatch):
+    outcome = run_main(main, [*META, "model=swiftnet", f"hydra.run.dir={folder}"], capsys,
+                       monkeypatch)
+    assert outcome.code == 2, outcome
+    assert "not a folder" in outcome.line or "never written" in outcome.line \
+        or "cannot be written" in outcome.line
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("runs") / "run"
+    config = compose_config(["model=torchvision", "model.arch=resnet18", *META])
+    job.run_profile(config, folder, print_summary=False)
+    return folder
+
+
+def _tools(run: Path, out: str) -> dict:
+    """Each tool's command line writing to ``out``."""
+    return {
+        "compare": (compare.main, [str(run), str(run), "--out", out]),
+        "collect": (collect.main, [str(run), "--out", out]),
+        "split": (split.main, ["model=torchvision", "model.arch=resnet18", "input.size=[32,32]",
+                               "--meta", "--out", out]),
+        "calibrate": (calibrate.main, ["--device", "cpu", "--seconds", "0.01", "--size", "8",
+                                       "--megabytes", "1", "--output", out]),
+    }
+
+
+@pytest.mark.parametrize("tool", ["compare", "collect", "split", "calibrate"])
+@pytest.mark.parametrize("out", ["/dev/null", "/dev/full", "{tmp}/file.txt/below.csv",
+                                 "{tmp}"])
+def test_an_output_that_cannot_be_written_is_refused_before_the_work(tool, out, run_dir,
+                                                                     tmp_path, capsys,
+                                                                     monkeypatch):
+    (tmp_path / "file.txt").write_text("a file")
+    (tmp_path / "keep.txt").write_text("keep")
+    out = out.format(tmp=tmp_path)
+    if tool == "collect" and not out.endswith(".csv"):
+        out += "/x.csv" if out.startswith("/dev") else ""
+    worked = []
+    for name in ("read_run", "compare_runs"):
+        if hasattr(compare, name):
+            monkeypatch.setattr(compare, name, lambda *a, **k: worked.append(name))
+    monkeypatch.setattr(calibrate, "calibrate", lambda *a, **k: worked.append("calibrate"))
+    monkeypatch.setattr(collect, "collect_runs", lambda *a, **k: worked.append("collect"))
+    monkeypatch.setattr(split, "split_config", lambda *a, **k: worked.append("split"))
+    main_function, argv = _tools(run_dir, out)[tool]
+    outcome = run_main(lambda: main_function(argv), [], capsys, monkeypatch)
+    assert outcome.code == 2, outcome
+    assert worked == []
+    assert (tmp_path / "keep.txt").read_text() == "keep" and Path("/dev/null").exists()
+
+
+def _break_layer(model: torch.nn.Module, path: str, error: Exception) -> None:
+    """Make the module at ``path`` raise ``error`` when called."""
+    module = model.get_submodule(path)
+
+    def raising(*args, **kwargs):
+        raise error
+
+    module.forward = raising
+
+
+@pytest.mark.parametrize("overrides, path, stage, error", [
+    (["model=torchvision", "model.arch=resnet18"], "layer2.0.conv1", "layer2",
+     RuntimeError("Given groups=1, weight of size [1]")),
+    (["model=torchvision", "model.arch=mobilenet_v3_small"], "features.3", "features",
+     IndexError("index 7 is out of bounds")),
+    (["model=timm", "model.arch=resnet18"], "layer3", "layer3",
+     ValueError("expected 4D input")),
+])
+def test_a_failure_inside_a_library_network_names_the_stage_and_the_input(
+        overrides, path, stage, error, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ZOO_LOG_DIR", str(tmp_path / "logs"))
+    original = job.build_model
+
+    def broken(*args, **kwargs):
+        model = original(*args, **kwargs)
+        _break_layer(model, path, error)
+        return model
+
+    monkeypatch.setattr(job, "build_model", broken)
+    outcome = run_main(main, [*overrides, "device=cpu", "input.size=[32,48]", "summary=false",
+                              "run.repeats=1", "run.warmup=0",
+                              f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
+    assert outcome.code == 1, outcome
+    assert outcome.line.startswith(f"error: {type(error).__name__} in stage '{stage}' at input "
+                                   f"1x3x32x48: {error}"), outcome.line
+    assert not (tmp_path / "run").exists()
+    log = json.dumps(outcome.line)
+    assert "traceback in" in log
