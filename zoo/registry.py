@@ -111,8 +111,9 @@ def create_model(name: str, **options: Any) -> torch.nn.Module:
                           f"accepted: {', '.join(sorted(accepted))}")
     hints = {**typing.get_type_hints(builder), **_CHECKPOINT_TYPES}
     for option, value in options.items():
-        if option in hints:  # a declared kind is at least as strict as the annotation
-            check_value(f"model.{option}", value, NULL_DEFAULT_OPTIONS.get(option) or
+        if option in hints:  # a null default's declared kind is as strict as the annotation
+            declared = NULL_DEFAULT_OPTIONS.get(option) if accepted[option] is None else None
+            check_value(f"model.{option}", value, declared or
                         checker_for_annotation(hints[option]))
     stage_depth, stage_paths = check_stage_options(options.pop("stage_depth", 1),
                                                    options.pop("stage_paths", None))
