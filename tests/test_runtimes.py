@@ -185,3 +185,70 @@ def test_an_unknown_runtime_and_a_missing_extra_are_refused(monkeypatch, tmp_pat
     cfg = compose_config(["model=swiftnet", "run.runtime=openvino", "run.dtype=int8"])
     with pytest.raises(MissingExtra, match=r"pip install 'stagezoo\[runtimes\]'"):
         run_profile(cfg, tmp_path / "run")
+
+
+class Branching(Staged):
+    """``Staged`` whose ``scale`` stage branches on a value: the whole model does not export,
+    its ``encoder`` and ``head`` do."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.encoder(x)
+        with stage("scale", x) as s:
+            x = s.output(x * 2.0 if float(x.mean()) > -1e9 else x)
+        return self.head(x)
+
+
+@needs_onnxruntime
+@pytest.mark.parametrize("runtime, dtype", [
+    ("onnxruntime", "float32"),
+    pytest.param("onnxruntime", "int8", marks=pytest.mark.slow),
+    pytest.param("openvino", "float32", marks=[needs_openvino, pytest.mark.slow])])
+def test_parts_that_do_not_export_run_in_pytorch_and_say_so(runtime, dtype, tmp_path):
+    from profiling.runtimes import profile_runtime
+
+    torch.manual_seed(0)
+    model, x = Branching().eval(), torch.randn(1, 3, 16, 16)
+    attach = {"encoder": "encoder", "conv": "encoder.0", "head": "head"}
+    profiled = profile_runtime(model, (x,), runtime=runtime, dtype=dtype, repeats=2,
+                               attach=attach, workdir=tmp_path / "work",
+                               cache_folder=tmp_path / "cache")
+    stages = profiled.result.stages
+    torch_run = profile_model(model, (x,), collectors=["payload"], attach=attach, repeats=1)
+    assert list(stages["stage"]) == list(torch_run.stages["stage"])
+    engines = dict(zip(stages["stage"], stages["engine"]))
+    assert engines == {"encoder": runtime, "conv": runtime, "encoder/other": runtime,
+                       "scale": "torch", "head": runtime, "other": f"torch+{runtime}"}
+    assert set(profiled.deployment["parts"]) == {"encoder", "head"}
+    assert "data-dependent" in profiled.deployment["in_torch"][""]
+    assert all("forward" not in m.__dict__ for m in model.modules())  # put back
+    for forward, forward_ms in zip(profiled.result.timed, profiled.result.forward_ms):
+        times = {c.name: c.metrics["cpu_time_ms"] for c in forward}
+        assert sum(c.metrics["cpu_time_ms"] for c in forward if c.depth == 0) == \
+            pytest.approx(forward_ms)
+        assert times["conv"] > 0 and times["scale"] > 0  # one from each engine
+    expected = model(x).detach().numpy()
+    tolerance = 1e-4 if dtype == "float32" else 0.5
+    assert np.allclose(profiled.outputs[0], expected, atol=tolerance)
+
+
+@needs_onnxruntime
+def test_an_export_is_cached_by_model_options_and_input_shape(monkeypatch, tmp_path):
+    from profiling.runtimes import profile_runtime
+    from profiling.runtimes.cache import export_key
+
+    model, x = _model_and_input()
+    first = profile_runtime(model, (x,), runtime="onnxruntime", repeats=1, attach=ATTACH,
+                            workdir=tmp_path / "a", cache_folder=tmp_path / "cache")
+    monkeypatch.setattr("profiling.runtimes.profile.export_onnx", None)  # must not export
+    again = profile_runtime(model, (x,), runtime="onnxruntime", repeats=1, attach=ATTACH,
+                            workdir=tmp_path / "b", cache_folder=tmp_path / "cache")
+    assert (first.deployment["export_cache"], again.deployment["export_cache"]) == \
+        ("miss", "hit")
+    assert list(again.result.stages["stage"]) == list(first.result.stages["stage"])
+    key = export_key(model, (x,), attach=ATTACH)
+    assert key != export_key(model, (torch.randn(1, 3, 8, 8),), attach=ATTACH)  # shape
+    assert key != export_key(model, (x,), attach={"head": "head"})  # options
+    with torch.no_grad():
+        model.head.bias += 1
+    assert key != export_key(model, (x,), attach=ATTACH)  # weights
+    assert len(list((tmp_path / "cache").iterdir())) == 1

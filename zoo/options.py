@@ -310,6 +310,7 @@ SCHEMA: dict[str, Checker] = {
     # the network as deployed (zoo/deploy.py)
     "run.dtype": Choice(("float32", "float16", "bfloat16", "int8")),  # int8: with a runtime
     "run.runtime": Choice(("torch", "onnxruntime", "openvino")),  # zoo/runtime.py
+    "run.export_cache": Boolean(),  # keep runtime exports across runs (docs/runtimes.md)
     "run.autocast": Boolean(),
     "run.channels_last": Boolean(),
     "run.compile": Boolean(),

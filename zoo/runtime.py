@@ -94,25 +94,35 @@ def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,
     import tempfile
     from pathlib import Path
 
-    from profiling.runtimes import profile_runtime
+    from profiling.runtimes import default_cache_folder, profile_runtime
 
     workdir = Path(tempfile.mkdtemp(prefix="stagezoo-export-"))
     try:
         profiled = profile_runtime(model, inputs, runtime=deployment.runtime,
                                    dtype=deployment.dtype, warmup=warmup, repeats=repeats,
                                    collectors=collectors, attach=attach, workdir=workdir,
+                                   cache_folder=default_cache_folder()
+                                   if cfg.run.get("export_cache", True) else None,
                                    progress=progress)
-        files = {f"{EXPORT_FOLDER}/{path.name}": path.read_bytes()
-                 for path in {profiled.exported.path, profiled.run_file} if path is not None}
+        files = {f"{EXPORT_FOLDER}/{path.name}": path.read_bytes() for path in profiled.files}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     info = profiled.deployment
-    info["exported_file"] = f"{EXPORT_FOLDER}/{profiled.exported.path.name}"
-    if "quantised_file" in info:
-        info["quantised_file"] = f"{EXPORT_FOLDER}/{profiled.run_file.name}"
-    notes = _speed_notes(info) + [f"run by {info['runtime']} {info['version']} ({info['execution_provider']}), "
-             f"{deployment.dtype}; {100 * (info.get('mapped_share') or 0):.1f}% of its node "
-             f"time maps to stages, the rest and the runtime's own work is the 'other' row"]
+    for key in ("exported_file", "quantised_file"):
+        if key in info:
+            info[key] = f"{EXPORT_FOLDER}/{Path(info[key]).name}"
+    notes = _speed_notes(info) + [
+        f"run by {info['runtime']} {info['version']} ({info['execution_provider']}), "
+        f"{deployment.dtype}; {100 * (info.get('mapped_share') or 0):.1f}% of its node "
+        f"time maps to stages, the rest and the runtime's own work is the 'other' row"]
+    if "parts" in info:
+        info["parts"] = {path: f"{EXPORT_FOLDER}/{Path(file).name}"
+                         for path, file in info["parts"].items()}
+        in_torch = {path or "the whole model": why for path, why in info["in_torch"].items()}
+        notes.append(f"{len(info['parts'])} part(s) exported and run by {info['runtime']} "
+                     f"({', '.join(info['parts']) or 'none'}); the rest runs in PyTorch "
+                     f"(stages.csv's engine column), as these did not export: "
+                     + "; ".join(f"{path}: {why}" for path, why in in_torch.items()))
     if deployment.dtype == "int8":
         images = cfg.input.get("images")
         info["calibration"] = "input.images" if images else "the run's own seeded inputs"

@@ -13,7 +13,8 @@ import importlib
 import importlib.util
 from typing import Any
 
-__all__ = ["RUNTIMES", "missing_packages", "profile_runtime", "RuntimeProfile", "EXTRA"]
+__all__ = ["RUNTIMES", "missing_packages", "profile_runtime", "RuntimeProfile", "EXTRA",
+           "default_cache_folder"]
 
 #: The runtimes, and the packages each needs (float32; int8 adds the second tuple).
 RUNTIMES = {"onnxruntime": (("onnx", "onnxscript", "onnxruntime"), ()),
@@ -33,4 +34,6 @@ def missing_packages(runtime: str, dtype: str = "float32") -> list[str]:
 def __getattr__(name: str) -> Any:
     if name in ("profile_runtime", "RuntimeProfile"):
         return getattr(importlib.import_module(".profile", __name__), name)
+    if name == "default_cache_folder":
+        return getattr(importlib.import_module(".cache", __name__), name)
     raise AttributeError(f"module 'profiling.runtimes' has no attribute '{name}'")

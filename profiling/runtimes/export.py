@@ -75,24 +75,35 @@ class ExportedModel:
     output_names: list[str]
 
     def save_map(self) -> Path:
-        """Write ``node_stages`` beside the model (``<name>.stages.json``) and return its path."""
+        """Write ``node_stages`` and the input and output names beside the model
+        (``<name>.stages.json``) and return its path; :meth:`load` reads them back."""
         target = self.path.with_suffix(".stages.json")
-        target.write_text(json.dumps(self.node_stages, indent=0, sort_keys=True))
+        target.write_text(json.dumps({"node_stages": self.node_stages,
+                                      "input_names": self.input_names,
+                                      "output_names": self.output_names}, sort_keys=True))
         return target
 
-
-def _flat_inputs(inputs: Any) -> tuple[Any, ...]:
-    return tuple(inputs) if not isinstance(inputs, Mapping) else ()
+    @classmethod
+    def load(cls, path: Path) -> "ExportedModel":
+        """The exported model at ``path`` whose map :meth:`save_map` wrote."""
+        saved = json.loads(path.with_suffix(".stages.json").read_text())
+        return cls(path, saved["node_stages"], saved["input_names"], saved["output_names"])
 
 
 def export_onnx(model: torch.nn.Module, inputs: Any, path: Path, *,
+                kwargs: Mapping[str, Any] | None = None,
                 attach: Mapping[str, str] | None = None, opset: int = 18) -> ExportedModel:
-    """Export ``model(*inputs)`` (or ``model(**inputs)``) to ``path`` with stage tags.
+    """Export ``model(*inputs, **kwargs)`` (or ``model(**inputs)`` for a mapping) to ``path``
+    with stage tags.
 
-    Raises whatever the exporter raises when the model cannot be exported.
+    Raises whatever the exporter raises when the model cannot be exported, and
+    :class:`ValueError` when the graph does not take every input tensor (an input the
+    exporter folded away could not be fed).
     """
-    args = _flat_inputs(inputs)
-    kwargs = dict(inputs) if isinstance(inputs, Mapping) else None
+    if isinstance(inputs, Mapping):
+        args, kwargs = (), {**dict(inputs), **dict(kwargs or {})}
+    else:
+        args, kwargs = tuple(inputs), dict(kwargs or {}) or None
     path.parent.mkdir(parents=True, exist_ok=True)
     with fx_traceback.preserve_node_meta(), attach_stages(model, attach or {}), \
             TaggingSession(), torch.inference_mode(False), torch.no_grad():
@@ -106,8 +117,11 @@ def export_onnx(model: torch.nn.Module, inputs: Any, path: Path, *,
         scopes = _name_scopes(node)
         node_stages[node.name] = tags.get(scopes[-1], "") if scopes else ""
     program.save(str(path))
-    count = len(tree_flatten((args, kwargs or {}))[0])
-    return ExportedModel(path, node_stages, [v.name for v in proto.graph.input][:count],
+    count = sum(isinstance(leaf, torch.Tensor) for leaf in tree_flatten((args, kwargs or {}))[0])
+    if len(proto.graph.input) != count:
+        raise ValueError(f"the exported graph takes {len(proto.graph.input)} of the "
+                         f"{count} input tensors")
+    return ExportedModel(path, node_stages, [v.name for v in proto.graph.input],
                          [v.name for v in proto.graph.output])
 
 

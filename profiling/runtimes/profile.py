@@ -12,8 +12,6 @@ stages plus ``other`` add up to the measured forward.
 from __future__ import annotations
 
 import tempfile
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
@@ -27,98 +25,61 @@ from ..stages.markers import StageCall
 from ..statistics.aggregate import aggregate_stages
 from ..statistics.coverage import with_other_calls
 from ..statistics.intervals import AutoRepeats
+from .backends import make_backend, plain_forward_ms, quantise
+from .cache import CachedExport, export_key, read_entry, write_entry
 from .export import ExportedModel, export_onnx
 from .graph import load_graph
+from .hybrid import profile_parts
 from .int8_payload import quantised_payload, quantised_shapes
+from .parts import (Captured, capture_module_calls, export_failure, exportable_parts,
+                    part_attach, tensor_feeds)
 from .quiet import quiet
-from .stage_map import StageMap
+from .runtime_profile import (RuntimeProfile, call_paths, output_difference, runtime_stage_map,
+                              timed_runs)
 
 __all__ = ["RuntimeProfile", "profile_runtime", "output_difference"]
 #: The PyTorch passes a runtime run keeps: memory and module times would describe PyTorch.
 _UNTIMED = ("payload", "op_counts", "liveness")
 
 
-@dataclass
-class RuntimeProfile:
-    """A :class:`~profiling.runner.ProfileResult` measured in a runtime, and how it ran.
-
-    Attributes:
-        result: the stage table (``engine`` column: the runtime), payload, counts and times.
-        deployment: runtime, version, execution provider, dtype, exported file, the share of
-            the runtime's node time mapped to stages, and for int8 the output difference.
-        exported: the exported model and its node-to-stage map.
-        outputs: the runtime's outputs of the last timed inference, flattened.
-        run_file: the file the runtime ran (the quantised one for ONNX Runtime in int8).
-    """
-
-    result: ProfileResult
-    deployment: dict[str, Any]
-    exported: ExportedModel
-    outputs: list[np.ndarray] = field(default_factory=list)
-    run_file: Optional[Path] = None
-
-
-def _feeds(inputs: Any) -> list[np.ndarray]:
-    leaves, _ = tree_flatten(inputs)
-    return [leaf.detach().cpu().numpy() for leaf in leaves if isinstance(leaf, torch.Tensor)]
+def exported_entry(model: torch.nn.Module, inputs: tuple, attach: Optional[Mapping[str, str]],
+                   workdir: Path, cache_folder: Optional[Path]) -> tuple[CachedExport, str]:
+    """The model exported whole, or else its parts that export (:mod:`.parts`), from the
+    cache when it has them; and ``"hit"``, ``"miss"`` or ``"off"`` (no cache folder)."""
+    key = export_key(model, inputs, attach=attach)
+    if cache_folder is not None:
+        entry = read_entry(Path(cache_folder) / key)
+        if entry is not None:
+            return entry, "hit"
+    try:
+        with quiet():
+            whole = export_onnx(model, inputs, workdir / "model.onnx", attach=attach)
+        whole.save_map()
+        entry = CachedExport(whole=whole)
+    except Exception as error:  # noqa: BLE001  (what does not export runs in PyTorch)
+        entry = _exported_parts(model, inputs, attach, workdir, error)
+    if cache_folder is None:
+        return entry, "off"
+    return write_entry(Path(cache_folder) / key, entry), "miss"
 
 
-def _call_paths(calls: Sequence[StageCall]) -> dict[int, str]:
-    paths: dict[int, str] = {}
-    for call in calls:
-        own = f"{call.name}#{call.call_index}"
-        paths[call.index] = own if call.parent is None else f"{paths[call.parent]}/{own}"
-    return paths
+def _exported_parts(model: torch.nn.Module, inputs: tuple,
+                    attach: Optional[Mapping[str, str]], workdir: Path,
+                    error: BaseException) -> CachedExport:
+    captured = capture_module_calls(model, inputs)
 
+    def export(path: str, call: Captured) -> ExportedModel:
+        target = workdir / f"part{len(parts)}.onnx"
+        with quiet():
+            exported = export_onnx(model.get_submodule(path), call.args, target,
+                                   kwargs=call.kwargs, attach=part_attach(attach, path))
+        exported.save_map()
+        parts[path] = exported
+        return exported
 
-def output_difference(reference: Any, outputs: Sequence[np.ndarray]) -> dict[str, float]:
-    """Max and mean absolute difference between the floating tensors of ``reference`` (the
-    float32 output) and the runtime's ``outputs`` (in flattened order)."""
-    expected = [t.detach().float().cpu().numpy() for t in tree_flatten(reference)[0]
-                if isinstance(t, torch.Tensor)]
-    pairs = [(e, np.asarray(o, dtype=np.float32)) for e, o in zip(expected, outputs)
-             if e.shape == np.shape(o) and e.size]
-    if not pairs:
-        return {}
-    differences = np.concatenate([np.abs(e - o).ravel() for e, o in pairs])
-    return {"max_abs_difference": float(differences.max()),
-            "mean_abs_difference": float(differences.mean())}
-
-
-def _make_backend(runtime: str, path: Path, workdir: Path, device_type: str, profile: bool,
-                  quantised_model: Any = None):
-    if runtime == "onnxruntime":
-        from .onnxruntime_backend import OnnxRuntimeBackend, default_provider
-
-        return OnnxRuntimeBackend(path, workdir, provider=default_provider(device_type),
-                                  profile=profile)
-    from .openvino_backend import OpenVinoBackend
-
-    return OpenVinoBackend(quantised_model if quantised_model is not None else path,
-                           profile=profile)
-
-
-def _quantise(runtime: str, exported: ExportedModel, workdir: Path,
-              calibration: Sequence[Sequence[np.ndarray]]) -> tuple[Path, Any, set[str]]:
-    if runtime == "onnxruntime":
-        from .quantize import quantize_onnxruntime
-
-        target = workdir / f"{exported.path.stem}.int8.onnx"
-        return target, None, quantize_onnxruntime(exported.path, target, exported.input_names,
-                                                  calibration)
-    from .quantize import quantize_nncf
-
-    model, quantised = quantize_nncf(exported.path, calibration)
-    return exported.path, model, quantised
-
-
-def _more(done: int, warmup: int, repeats: Union[int, AutoRepeats], forward_ms: list[float],
-          started: float) -> bool:
-    if done < warmup:
-        return True
-    if isinstance(repeats, AutoRepeats):
-        return not repeats.stop_reason(forward_ms, time.perf_counter() - started)
-    return done < warmup + int(repeats)
+    parts: dict[str, ExportedModel] = {}
+    _, in_torch = exportable_parts(model, captured, export)
+    return CachedExport(parts=parts, in_torch={"": export_failure(error), **in_torch})
 
 
 def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnxruntime",
@@ -128,6 +89,7 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
                     attach: Optional[Mapping[str, str]] = None,
                     calibration: Optional[Sequence[Any]] = None,
                     workdir: Optional[Path] = None,
+                    cache_folder: Optional[Path] = None,
                     progress: Optional[Callable[[str, int, int], None]] = None
                     ) -> RuntimeProfile:
     """Profile ``model(*inputs)`` stage by stage as ``runtime`` runs it.
@@ -143,6 +105,8 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
         attach: extra stages attached to submodules by path.
         calibration: inputs (each like ``inputs``) to calibrate int8 on; ``inputs`` if absent.
         workdir: where the exported and quantised models go (a temporary folder if absent).
+        cache_folder: where exports are kept across runs (:mod:`.cache`); ``None``: export
+            every time.
         progress: called as ``progress(phase, done, total)``.
     """
     if runtime not in ("onnxruntime", "openvino"):
@@ -150,49 +114,38 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
     if dtype not in ("float32", "int8"):
         raise ProfilingError(f"dtype '{dtype}' is not run by {runtime}; accepted: float32, int8")
     workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="stagezoo-"))
+    workdir.mkdir(parents=True, exist_ok=True)
     device_type = next((t.device.type for t in tree_flatten(inputs)[0]
                         if isinstance(t, torch.Tensor)), "cpu")
     untimed = [c for c in collectors if c in _UNTIMED] or ["payload"]
     reference = profile_model(model, inputs, collectors=untimed, attach=attach, warmup=0,
-                              repeats=1)
-    with quiet():
-        exported = export_onnx(model, tuple(inputs), workdir / "model.onnx", attach=attach)
+                              repeats=1)  # eager first: models that cache per size fill them
+    entry, cache_state = exported_entry(model, tuple(inputs), attach, workdir, cache_folder)
+    deployment: dict[str, Any] = {"dtype": dtype, "export_cache": cache_state}
+    if entry.whole is None:
+        return profile_parts(model, tuple(inputs), reference, entry, deployment,
+                             runtime=runtime, dtype=dtype, warmup=warmup, repeats=repeats,
+                             attach=attach, calibration=calibration, workdir=workdir,
+                             device_type=device_type, progress=progress)
+    exported = entry.whole
+    deployment["exported_file"] = str(exported.path)
+    feeds = tensor_feeds(inputs)
     graph = load_graph(exported.path)
-    feeds = _feeds(inputs)
-    deployment: dict[str, Any] = {"dtype": dtype, "exported_file": str(exported.path)}
     run_path, quantised_model, quantised = exported.path, None, set()
     if dtype == "int8":
-        calibration_feeds = [_feeds(item) for item in calibration] if calibration else [feeds]
+        calibration_feeds = [tensor_feeds(item) for item in calibration] if calibration else [feeds]
         with quiet():
-            run_path, quantised_model, quantised = _quantise(runtime, exported, workdir,
+            run_path, quantised_model, quantised = quantise(runtime, exported, workdir,
                                                              calibration_feeds)
         if run_path != exported.path:
             deployment["quantised_file"] = str(run_path)
-    backend = _make_backend(runtime, run_path, workdir, device_type, True, quantised_model)
+    backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model)
     deployment.update(backend.describe())
-    forward_ms, outputs, done, started = [], None, 0, time.perf_counter()
-    while _more(done, warmup, repeats, forward_ms, started):
-        start = time.perf_counter_ns()
-        outputs = backend.run(feeds)
-        stop = time.perf_counter_ns()
-        if done >= warmup:
-            forward_ms.append((stop - start) / 1e6)
-        else:
-            started = time.perf_counter()
-        done += 1
-        if progress:
-            progress("repeats" if done > warmup else "warmup", done, done)
-    readers = {name: graph.consumers[name][0] for name in exported.input_names
-               if graph.consumers.get(name)}
-    stage_map = StageMap(exported.node_stages, graph.producers, input_readers=readers)
-    if run_path != exported.path:  # the quantiser's graph: its nodes placed by what they make
-        run_graph = load_graph(run_path)
-        stage_map = StageMap(stage_map.derive(run_graph.producers), run_graph.producers,
-                             input_readers=readers)
-    stage_map.aliases = backend.aliases()
+    forward_ms, outputs = timed_runs(lambda: backend.run(feeds), warmup, repeats, progress)
+    stage_map = runtime_stage_map(exported, run_path, backend, graph)
     per_run = [stage_map.stage_times(times) for times in backend.node_times(warmup)]
     calls = list(reference.calls)
-    paths = _call_paths(calls)
+    paths = call_paths(calls)
     timed: list[list[StageCall]] = []
     metric = "cuda_time_ms" if device_type == "cuda" else "cpu_time_ms"
     mapped_ms, node_ms = 0.0, 0.0
@@ -210,7 +163,7 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
         node_ms += sum(v for p, v in times.items() if "/" not in p) + unmapped
     deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None
     if dtype == "int8":
-        float_ms = _plain_forward_ms(runtime, exported.path, workdir, device_type, feeds,
+        float_ms = plain_forward_ms(runtime, exported.path, workdir, device_type, feeds,
                                      warmup, max(len(forward_ms), 1))
         deployment["float32_forward_ms_median"] = float(np.median(float_ms))
         deployment["int8_speedup"] = round(float(np.median(float_ms) / np.median(forward_ms)),
@@ -225,20 +178,8 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
                            forward_ms=forward_ms, stages=stages, output=reference.output,
                            collectors=reference.collectors, notes=list(reference.notes),
                            noise={})
-    return RuntimeProfile(result, deployment, exported, list(outputs or []), run_path)
-
-
-def _plain_forward_ms(runtime: str, path: Path, workdir: Path, device_type: str,
-                      feeds: Sequence[np.ndarray], warmup: int, repeats: int) -> list[float]:
-    """Forward times (ms) of the float32 model in the same runtime, its profiler off."""
-    backend = _make_backend(runtime, path, workdir, device_type, False)
-    times = []
-    for index in range(warmup + repeats):
-        start = time.perf_counter_ns()
-        backend.run(feeds)
-        if index >= warmup:
-            times.append((time.perf_counter_ns() - start) / 1e6)
-    return times
+    return RuntimeProfile(result, deployment, exported, list(outputs or []), run_path,
+                          files=list(dict.fromkeys([exported.path, run_path])))
 
 
 def _quantise_payload(calls: Sequence[StageCall], paths: Mapping[int, str],

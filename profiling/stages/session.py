@@ -81,6 +81,11 @@ class Session:
         mark_stage(error, [call.name for call in self._stack])
 
     @property
+    def open_calls(self) -> tuple[StageCall, ...]:
+        """The stage calls open now, outermost first."""
+        return tuple(self._stack)
+
+    @property
     def current(self) -> Optional[StageCall]:
         """The innermost open stage call, or ``None``."""
         return self._stack[-1] if self._stack else None

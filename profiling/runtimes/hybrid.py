@@ -1,0 +1,164 @@
+"""A model that did not export whole: its exported parts in the runtime, the rest in PyTorch.
+
+The forward runs in PyTorch with each exported part's ``forward`` replaced by a call into the
+runtime (:func:`~.parts.runtime_parts`), under :func:`~profiling.runner.profile_model`'s wall
+clock timer. A stage that PyTorch still enters (outside the parts, or around one) takes that
+time; a stage inside a part takes the runtime profiler's node times, mapped as for a whole
+model and placed under the stage path open where the part was called. The stage table's
+``engine`` column says which ran each stage: the runtime, ``torch``, or both joined by ``+``
+for a stage with parts and PyTorch code inside.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+import torch
+
+from ..runner.passes import ProfileResult, profile_model
+from ..stages.markers import StageCall
+from ..statistics.aggregate import aggregate_stages
+from ..statistics.coverage import OTHER, with_other_calls
+from ..statistics.intervals import AutoRepeats
+from .backends import make_backend, quantise
+from .cache import CachedExport
+from .parts import Part, capture_module_calls, runtime_parts, tensor_feeds
+from .quiet import quiet
+from .runtime_profile import RuntimeProfile, call_paths, output_difference, runtime_stage_map
+from .stage_map import enclosing_paths
+
+__all__ = ["profile_parts"]
+
+_TORCH = "torch"
+
+
+def _calibration_feeds(model: torch.nn.Module, part: Part,
+                       calibration: Optional[Sequence[Any]]) -> list[list[Any]]:
+    if not calibration:
+        return [tensor_feeds((part.captured.args, part.captured.kwargs))]
+    feeds = []
+    for item in calibration:
+        call = capture_module_calls(model, tuple(item))[part.path]
+        feeds.append(tensor_feeds((call.args, call.kwargs)))
+    return feeds
+
+
+def _engines(calls: Sequence[StageCall], paths: Mapping[int, str], inside: set[str],
+             part_roots: set[str], runtime: str) -> list[str]:
+    """The engine of each call of ``calls`` (stages, ``other`` rows, probes)."""
+    children: dict[Optional[int], list[StageCall]] = {}
+    for call in calls:
+        children.setdefault(call.parent, []).append(call)
+    found: dict[int, set[str]] = {}
+
+    def engines(call: StageCall) -> set[str]:
+        if call.index in found:
+            return found[call.index]
+        path = paths.get(call.index)
+        if path in inside:
+            result = {runtime}
+        else:
+            kids = set().union(*[engines(c) for c in children.get(call.index, ())
+                                 if c.kind == "stage"])
+            result = kids | ({runtime} if path in part_roots else set()) or {_TORCH}
+        found[call.index] = result
+        return result
+
+    everything = {_TORCH, runtime} if part_roots else {_TORCH}
+    labels = []
+    for call in calls:
+        if call.kind == "probe":
+            labels.append("")
+            continue
+        if call.kind == OTHER:
+            parent = next((c for c in calls if c.index == call.parent), None)
+            chosen = engines(parent) if parent is not None else everything
+        else:
+            chosen = engines(call)
+        labels.append("+".join(sorted(chosen, key=lambda e: e != _TORCH)))
+    return labels
+
+
+def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResult,
+                  entry: CachedExport, deployment: dict[str, Any], *, runtime: str,
+                  dtype: str, warmup: int, repeats: Union[int, AutoRepeats],
+                  attach: Optional[Mapping[str, str]], calibration: Optional[Sequence[Any]],
+                  workdir: Path, device_type: str,
+                  progress: Optional[Callable[[str, int, int], None]] = None):
+    """Profile ``model`` with its exported parts (``entry.parts``) in ``runtime`` and the
+    rest in PyTorch; a :class:`~.profile.RuntimeProfile` as for a whole model."""
+    captured = capture_module_calls(model, inputs)
+    parts = [Part(path, exported, captured[path]) for path, exported in entry.parts.items()
+             if path in captured]
+    backends, maps, files = [], [], []
+    for part in parts:
+        run_path, quantised_model = part.exported.path, None
+        files.append(part.exported.path)
+        if dtype == "int8":
+            with quiet():
+                run_path, quantised_model, _ = quantise(
+                    runtime, part.exported, workdir, _calibration_feeds(model, part,
+                                                                        calibration))
+            if run_path != part.exported.path:
+                files.append(run_path)
+        backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model)
+        backends.append(backend)
+        maps.append(runtime_stage_map(part.exported, run_path, backend))
+    timer = "cuda_time" if device_type == "cuda" else "cpu_time"
+    metric = f"{timer}_ms"
+    with runtime_parts(model, parts, [backend.run for backend in backends]):
+        hybrid = profile_model(model, inputs, collectors=[timer], warmup=warmup,
+                               repeats=repeats, attach=attach, progress=progress)
+    count = len(hybrid.timed)
+    inner_runs = []  # per part: per timed forward, full stage path -> ms
+    inside: set[str] = set()
+    mapped_ms = node_ms = 0.0
+    for part, backend, stage_map in zip(parts, backends, maps):
+        prefixes = part.prefixes[-count:]
+        runs = []
+        for prefix, node_times in zip(prefixes, backend.node_times(0)[-count:]):
+            times, unmapped = stage_map.stage_times(node_times)
+            runs.append({f"{prefix}/{p}" if prefix else p: ms for p, ms in times.items()})
+            top = sum(ms for p, ms in times.items() if "/" not in p)
+            if prefix:  # a node outside the part's own stages is in the stage around it
+                top, unmapped = top + unmapped, 0.0
+            mapped_ms, node_ms = mapped_ms + top, node_ms + top + unmapped
+        inner_runs.append(runs)
+        prefix = prefixes[-1] if prefixes else ""
+        for tag in set(part.exported.node_stages.values()):
+            inside.update(f"{prefix}/{p}" if prefix else p for p in enclosing_paths(tag))
+    calls = list(reference.calls)
+    paths = call_paths(calls)
+    timed = []
+    for index, (forward, total) in enumerate(zip(hybrid.timed, hybrid.forward_ms)):
+        stages = [c for c in forward if c.kind == "stage"]
+        measured = {path: c.metrics.get(metric, 0.0)
+                    for c, path in zip(stages, call_paths(stages).values())}
+        for runs in inner_runs:
+            measured.update({p: ms for p, ms in runs[index].items() if p not in measured})
+        forward_calls = []
+        for call in calls:
+            if call.kind == "stage":
+                copy = StageCall(call.name, call.kind, call.index, call.parent, call.depth,
+                                 call.call_index)
+                copy.metrics[metric] = measured.get(paths[call.index], 0.0)
+                forward_calls.append(copy)
+        timed.append(with_other_calls(forward_calls, {metric: total}))
+    counter = reference.collectors.get("op_counts")
+    rows = with_other_calls(calls, counter.total.as_dict() if counter else {})
+    stages = aggregate_stages(rows, timed)
+    part_roots = {p.prefixes[-1] for p in parts if p.prefixes}
+    stages["engine"] = _engines(rows, call_paths(rows), inside, part_roots, runtime)
+    deployment.update(backends[0].describe() if backends else {"runtime": runtime})
+    deployment["parts"] = {part.path: str(part.exported.path) for part in parts}
+    deployment["in_torch"] = dict(entry.in_torch)
+    deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None
+    outputs = tensor_feeds(hybrid.output)
+    if dtype == "int8":
+        deployment["int8_output"] = output_difference(reference.output, outputs)
+    result = ProfileResult(calls=calls, events=reference.events, timed=timed,
+                           forward_ms=list(hybrid.forward_ms), stages=stages,
+                           output=reference.output, collectors=reference.collectors,
+                           notes=list(reference.notes), noise={})
+    return RuntimeProfile(result, deployment, None, outputs, None, files=files)
