@@ -7,7 +7,7 @@
   for each stage call, the kernels, copies and memsets launched inside its range
   (:func:`profiling.trace.gpu_work_per_range`) against its event time. Target: within
   5% where the GPU is kept busy (see the ``busy`` column: kernel time over event time).
-* ``memory``: the whole forward's ``cuda_mem_peak_mb`` against
+* ``memory``: the whole forward's ``cuda_peak_mb`` against
   ``torch.cuda.max_memory_allocated`` of a plain forward (target: within 1 MB), and every
   nested stage's absolute peak at most its parent's.
 * ``syncs``: the profiler's synchronisations in traced ``profile_model`` runs with CUDA timers
@@ -160,14 +160,14 @@ def check_memory(model: torch.nn.Module, inputs: Any, attach: Mapping[str, str]
             with session.forward():
                 call_model(wrapped, inputs)
     calls = session.forwards[-1]
-    absolute = {c.index: collector.starts[c.index] / 1e6 + c.metrics["cuda_mem_peak_mb"]
-                for c in calls if "cuda_mem_peak_mb" in c.metrics}
+    absolute = {c.index: collector.starts[c.index] / 1e6 + c.metrics["cuda_peak_mb"]
+                for c in calls if "cuda_peak_mb" in c.metrics}
     above = [(c.name, absolute[c.index] - absolute[c.parent]) for c in calls
              if c.index in absolute and c.parent is not None
              and absolute[c.index] > absolute[c.parent] + 1e-9]
     whole = next(c for c in calls if c.name == WHOLE)
-    return {"plain_peak_mb": plain_peak_mb, "whole_peak_mb": whole.metrics["cuda_mem_peak_mb"],
-            "difference_mb": whole.metrics["cuda_mem_peak_mb"] - plain_peak_mb,
+    return {"plain_peak_mb": plain_peak_mb, "whole_peak_mb": whole.metrics["cuda_peak_mb"],
+            "difference_mb": whole.metrics["cuda_peak_mb"] - plain_peak_mb,
             "nested_above_parent": above, "stage_calls": len(absolute)}
 
 

@@ -63,7 +63,7 @@ def _row(run: Path) -> dict[str, str]:
     top = stages[(stages["depth"] == 0) & (stages.get("kind", "stage") == "stage")]
     time = next((c for c in ("cuda_time_ms_median", "cpu_time_ms_median") if c in top), None)
     slowest = top.groupby("stage", sort=False)[time].sum().idxmax() if time else "-"
-    peak = next((c for c in ("cuda_mem_peak_mb", "cpu_mem_peak_mb") if c in top), None)
+    peak = next((c for c in ("cuda_peak_mb", "tensor_peak_mb") if c in top), None)
     first = stages.sort_values("order").iloc[0]
     totals = meta.get("totals") or {}
     return {"model": f"`{run.name}`", "input": str(first["in_shapes"]),

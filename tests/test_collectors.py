@@ -35,10 +35,10 @@ def test_tensor_memory_allocated_and_peak_exact():
             del c, d                       # -4000
             e = torch.empty(250)           # +1000, kept
     calls = _forward([TensorMemory()], fn)
-    assert calls["inner"].metrics["cpu_mem_peak_mb"] == 8000 / MB
-    assert calls["inner"].metrics["cpu_mem_alloc_mb"] == 4000 / MB
-    assert calls["outer"].metrics["cpu_mem_peak_mb"] == 12000 / MB
-    assert calls["outer"].metrics["cpu_mem_alloc_mb"] == 5000 / MB
+    assert calls["inner"].metrics["tensor_peak_mb"] == 8000 / MB
+    assert calls["inner"].metrics["tensor_retained_mb"] == 4000 / MB
+    assert calls["outer"].metrics["tensor_peak_mb"] == 12000 / MB
+    assert calls["outer"].metrics["tensor_retained_mb"] == 5000 / MB
 
 
 def test_tensor_memory_on_meta_tensors():
@@ -48,7 +48,7 @@ def test_tensor_memory_on_meta_tensors():
         with stage("matmul", x):
             y = x @ x
     calls = _forward([TensorMemory()], fn)
-    assert calls["matmul"].metrics["cpu_mem_alloc_mb"] == 256 * 256 * 4 / MB
+    assert calls["matmul"].metrics["tensor_retained_mb"] == 256 * 256 * 4 / MB
 
 
 def test_cpu_time_is_measured_per_call():
@@ -85,6 +85,6 @@ def test_cuda_time_and_memory_on_a_gpu():
             z = y + 1                      # 4 MiB kept
     calls = _forward(make_collectors(["cuda_memory", "cuda_time"]), fn)
     assert calls["inner"].metrics["cuda_time_ms"] > 0
-    assert calls["inner"].metrics["cuda_mem_alloc_mb"] == pytest.approx(4 * 2**20 / MB)
-    assert calls["outer"].metrics["cuda_mem_alloc_mb"] == pytest.approx(8 * 2**20 / MB)
-    assert calls["outer"].metrics["cuda_mem_peak_mb"] >= calls["inner"].metrics["cuda_mem_peak_mb"]
+    assert calls["inner"].metrics["cuda_retained_mb"] == pytest.approx(4 * 2**20 / MB)
+    assert calls["outer"].metrics["cuda_retained_mb"] == pytest.approx(8 * 2**20 / MB)
+    assert calls["outer"].metrics["cuda_peak_mb"] >= calls["inner"].metrics["cuda_peak_mb"]

@@ -23,8 +23,8 @@ def _stages(with_counts: bool) -> pd.DataFrame:
         "call_index": 0, "order": [0, 1, 2], "out_bytes": [4_000_000, 4_000_000, 1000],
         "cpu_time_ms_median": [8.0, 6.0, 1.0], "cpu_time_ms_mean": [8.1, 6.0, 1.0],
         "cpu_time_ms_p10": [7.0, 5.0, 0.9],
-        "cpu_time_ms_p90": [9.0, 7.0, 1.2], "cpu_mem_peak_mb": [12.0, 8.0, 0.5],
-        "cpu_mem_alloc_mb": [4.0, 4.0, 0.001]})
+        "cpu_time_ms_p90": [9.0, 7.0, 1.2], "tensor_peak_mb": [12.0, 8.0, 0.5],
+        "tensor_retained_mb": [4.0, 4.0, 0.001]})
     if with_counts:
         table["flops"] = [2e9, 1.8e9, 1e6]
         table["bytes_read"] = [3e7, 2e7, 5e6]
@@ -57,9 +57,9 @@ def test_memory_plot_leaves_out_a_negligible_host_panel():
     from profiling.reports.plots import plot_memory
 
     table = _stages(with_counts=False)
-    table["cuda_mem_peak_mb"], table["cuda_mem_alloc_mb"] = 10.0, 2.0
+    table["cuda_peak_mb"], table["cuda_retained_mb"] = 10.0, 2.0
     both = plot_memory(table)
-    table["cpu_mem_peak_mb"], table["cpu_mem_alloc_mb"] = 8e-6, 0.0  # a CUDA run's host side
+    table["tensor_peak_mb"], table["tensor_retained_mb"] = 8e-6, 0.0  # a CUDA run's host side
     cuda_only = plot_memory(table)
     assert _is_drawn(both) and _is_drawn(cuda_only)
     height = imread(io.BytesIO(both), format="png").shape[0]

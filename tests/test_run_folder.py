@@ -56,3 +56,15 @@ def test_an_existing_folder_is_refused(tmp_path):
     with pytest.raises(ProfilingError, match="already holds files"):
         write_run(result, tmp_path / "run")
     assert write_run(result, tmp_path / "run", overwrite=True)
+
+
+def test_a_folder_of_an_older_version_reads_with_todays_memory_columns(tmp_path):
+    from profiling.reports import read_run
+
+    (tmp_path / "meta.json").write_text(json.dumps({"config": {}}))
+    (tmp_path / "stages.csv").write_text("stage,cpu_mem_alloc_mb,cpu_mem_peak_mb,cuda_mem_peak_mb\n"
+                                         "encoder,1.5,2.5,3.5\n")
+    stages = read_run(tmp_path).stages
+    assert list(stages.columns) == ["stage", "tensor_retained_mb", "tensor_peak_mb",
+                                    "cuda_peak_mb"]
+    assert stages.loc[0, "tensor_peak_mb"] == 2.5

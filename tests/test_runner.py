@@ -30,8 +30,8 @@ def test_profile_model_rows_statistics_and_output():
     assert list(result.stages.stage)[-1] == "other"  # the forward outside "a" and "b"
     assert list(df.out_bytes) == [16, 16, 16]
     # "b" allocates its output and frees its input (the previous x) inside the stage
-    assert list(df.cpu_mem_alloc_mb) == [16 / 1e6, 0.0, 0.0]
-    assert list(df.cpu_mem_peak_mb) == [16 / 1e6] * 3
+    assert list(df.tensor_retained_mb) == [16 / 1e6, 0.0, 0.0]
+    assert list(df.tensor_peak_mb) == [16 / 1e6] * 3
     assert {f"cpu_time_ms_{s}" for s in ("mean", "median", "p10", "p90", "std")} <= set(df)
     assert len(result.timed) == 3 and len(result.forward_ms) == 3
     assert torch.equal(result.output, torch.full((4,), 4.0))
@@ -72,7 +72,7 @@ def test_memory_is_measured_apart_from_counting():
                           repeats=1)
     both = profile_model(Attention().eval(), (x,), collectors=["tensor_memory", "op_counts"],
                          warmup=0, repeats=1)
-    assert both.stages.cpu_mem_peak_mb[0] == alone.stages.cpu_mem_peak_mb[0]
+    assert both.stages.tensor_peak_mb[0] == alone.stages.tensor_peak_mb[0]
     assert both.stages.macs[0] == 2 * 2048 * 2048 * 64
 
 

@@ -21,7 +21,7 @@ def test_columns_follow_what_was_measured_with_their_rules_in_the_header():
         cpu_time_ms_median_ci95_low=[7.9, 5.0, 0.9, 1.4, 0.1],
         cpu_time_ms_median_ci95_high=[8.1, 6.1, 1.1, 1.6, 0.1],
         flops=[2e9, 1.5e9, 1e8, 1e8, 1.0],
-        cpu_mem_peak_mb=[12.0, 8.0, 0.5, 0.75, 0.0])).splitlines()
+        tensor_peak_mb=[12.0, 8.0, 0.5, 0.75, 0.0])).splitlines()
     assert lines[0].split() == ["stage", "calls", "time", "ms", "95%", "CI", "ms", "GFLOPs",
                                 "out", "MB", "peak", "MB"]
     assert lines[1].split() == ["rule", "(over", "calls;", "over", "repeats)", "sum,", "med.",

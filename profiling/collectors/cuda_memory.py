@@ -18,8 +18,8 @@ __all__ = ["CudaMemory"]
 class CudaMemory(Collector):
     """Bytes the caching allocator hands out during each stage, in MB (1e6 bytes).
 
-    ``cuda_mem_alloc_mb`` is the change of ``torch.cuda.memory_allocated`` over the stage (what
-    the stage leaves allocated); ``cuda_mem_peak_mb`` is the highest allocation reached inside
+    ``cuda_retained_mb`` is the change of ``torch.cuda.memory_allocated`` over the stage (what
+    the stage leaves allocated); ``cuda_peak_mb`` is the highest allocation reached inside
     the stage, above the allocation at its start. Peaks nest correctly: a stage resets the
     allocator's peak counter on entry and hands its own peak up to its parent on exit.
     Allocation calls are made by the host in program order, so no synchronisation is needed.
@@ -29,7 +29,7 @@ class CudaMemory(Collector):
     pass_name = "analysis"  # its allocator calls stay out of the timed forwards
     nesting_rank = 20
     devices = ("cuda",)
-    metrics = ("cuda_mem_alloc_mb", "cuda_mem_peak_mb")
+    metrics = ("cuda_retained_mb", "cuda_peak_mb")
 
     def __init__(self, device: Optional[torch.device] = None) -> None:
         if not torch.cuda.is_available():
@@ -52,7 +52,7 @@ class CudaMemory(Collector):
     def exit(self, call: StageCall) -> None:
         _, start, peak = self._stack.pop()
         peak = max(peak, torch.cuda.max_memory_allocated(self.device))
-        call.metrics["cuda_mem_alloc_mb"] = (torch.cuda.memory_allocated(self.device) - start) / 1e6
-        call.metrics["cuda_mem_peak_mb"] = (peak - start) / 1e6
+        call.metrics["cuda_retained_mb"] = (torch.cuda.memory_allocated(self.device) - start) / 1e6
+        call.metrics["cuda_peak_mb"] = (peak - start) / 1e6
         if self._stack:
             self._stack[-1][2] = max(self._stack[-1][2], peak)

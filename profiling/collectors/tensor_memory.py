@@ -46,8 +46,8 @@ class _AllocationTracker(TorchDispatchMode):
 class TensorMemory(Collector):
     """Bytes of tensor storage allocated during each stage, in MB (1e6 bytes).
 
-    ``cpu_mem_alloc_mb`` is what the stage leaves allocated (allocated minus freed inside the
-    stage); ``cpu_mem_peak_mb`` is the highest level reached inside the stage above the level
+    ``tensor_retained_mb`` is what the stage leaves allocated (allocated minus freed inside the
+    stage); ``tensor_peak_mb`` is the highest level reached inside the stage above the level
     at its start. These are tensor storages as PyTorch's operators allocate them: a kernel's
     private scratch memory and the allocator's caching are not seen. On the meta device the
     same figures are computed without allocating, as an estimate of a real run.
@@ -62,7 +62,7 @@ class TensorMemory(Collector):
     aliases = ("cpu_memory",)  # its name until it was seen to track meta tensors too
     pass_name = "analysis"
     nesting_rank = 10
-    metrics = ("cpu_mem_alloc_mb", "cpu_mem_peak_mb")
+    metrics = ("tensor_retained_mb", "tensor_peak_mb")
 
     def __init__(self, device_types: Sequence[str] = ("cpu", "meta")) -> None:
         self.device_types = frozenset(device_types)
@@ -95,8 +95,8 @@ class TensorMemory(Collector):
 
     def exit(self, call: StageCall) -> None:
         _, start, peak = self._stack.pop()
-        call.metrics["cpu_mem_alloc_mb"] = (self.level - start) / 1e6
-        call.metrics["cpu_mem_peak_mb"] = (peak - start) / 1e6
+        call.metrics["tensor_retained_mb"] = (self.level - start) / 1e6
+        call.metrics["tensor_peak_mb"] = (peak - start) / 1e6
         if self._stack and peak > self._stack[-1][2]:
             self._stack[-1][2] = peak
 

@@ -11,7 +11,8 @@ from .._exports import lazy_exports
 _EXPORTS = {
     "RunRecord": "runs", "read_run": "runs", "find_runs": "runs", "collect_runs": "runs",
     "write_failure": "runs", "flatten_config": "runs", "parse_overrides": "runs",
-    "write_table": "runs", "forward_median": "runs", "ERROR_FILE": "runs", "META_FILE": "runs",
+    "write_table": "runs", "RENAMED_COLUMNS": "runs", "forward_median": "runs",
+    "ERROR_FILE": "runs", "META_FILE": "runs",
     "STAGES_FILE": "runs", "TABLE_FORMATS": "runs",
     "TIMES_FILE": "repeats", "read_times": "repeats",
     "write_run": "run_folder", "run_files": "run_folder", "PAYLOAD_FILE": "run_folder",

@@ -49,8 +49,8 @@ FORWARD = "(forward)"
 LABEL, EXACT = 30, 15
 
 #: The stage metrics compared, where at least one of the runs has them.
-COMPARED_METRICS = ("cpu_time_ms_median", "cuda_time_ms_median", "cpu_mem_peak_mb",
-                    "cuda_mem_peak_mb", "in_bytes", "out_bytes", "macs", "flops",
+COMPARED_METRICS = ("cpu_time_ms_median", "cuda_time_ms_median", "tensor_peak_mb",
+                    "cuda_peak_mb", "in_bytes", "out_bytes", "macs", "flops",
                     "bytes_read", "bytes_written")
 
 _KEY = ["stage", "call_index"]
@@ -144,7 +144,7 @@ def format_comparison(table: pd.DataFrame, a: RunRecord, b: RunRecord, *,
     lines.append(_forward_line(forward, a, b, time, color))
     exact = [(label, metric, scale) for label, metric, scale in (
         ("out MB", "out_bytes", 1e-6),
-        ("peak MB", _first(table, "cuda_mem_peak_mb", "cpu_mem_peak_mb"), 1.0),
+        ("peak MB", _first(table, "cuda_peak_mb", "tensor_peak_mb"), 1.0),
         ("GFLOPs", "flops" if "flops_a" in table else None, 1e-9)) if metric]
     header = f"{'stage':<{LABEL}}"
     if time:

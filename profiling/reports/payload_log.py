@@ -89,7 +89,7 @@ def _blocks(stages: pd.DataFrame) -> list[tuple[str, str, float]]:
     if shown == "cuda_time_ms_mean" and "cpu_time_ms_mean" in stages:
         blocks.append(("host | Average Time of Each Layer (seconds per call, CPU side)",
                        "cpu_time_ms_mean", 1e-3))
-    for column, name in (("cpu_mem_peak_mb", "mem_cpu"), ("cuda_mem_peak_mb", "mem_cuda")):
+    for column, name in (("tensor_peak_mb", "mem_cpu"), ("cuda_peak_mb", "mem_cuda")):
         if column in stages:
             blocks.append((f"{name} | Average Mem Consumption of Each Layer "
                            f"(MB = 1e6 bytes, peak above the stage's start)", column, 1.0))

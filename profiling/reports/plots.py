@@ -41,8 +41,8 @@ _LAYER_WIDTH_IN = 0.15
 _LOG_SPAN = 100.0
 
 _TIMES = (("cpu", "cpu_time_ms"), ("cuda", "cuda_time_ms"))
-_MEMORY = (("CPU tensors", "cpu_mem_peak_mb", "cpu_mem_alloc_mb"),
-           ("CUDA allocator", "cuda_mem_peak_mb", "cuda_mem_alloc_mb"))
+_MEMORY = (("CPU tensors", "tensor_peak_mb", "tensor_retained_mb"),
+           ("CUDA allocator", "cuda_peak_mb", "cuda_retained_mb"))
 
 
 def _log_if_wide(axes, values, axis: str = "y") -> bool:

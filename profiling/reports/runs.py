@@ -23,7 +23,7 @@ from .files import write_file
 
 __all__ = ["RunRecord", "read_run", "find_runs", "collect_runs", "write_failure",
            "flatten_config", "parse_overrides", "write_table", "forward_median", "ERROR_FILE",
-           "META_FILE", "STAGES_FILE", "TABLE_FORMATS"]
+           "META_FILE", "STAGES_FILE", "TABLE_FORMATS", "RENAMED_COLUMNS"]
 
 #: The file a failed run leaves in its directory.
 ERROR_FILE = "error.json"
@@ -31,6 +31,11 @@ ERROR_FILE = "error.json"
 META_FILE, STAGES_FILE = "meta.json", "stages.csv"
 #: The table formats :func:`write_table` writes, by file extension.
 TABLE_FORMATS = (".csv", ".parquet")
+
+#: Columns of run folders written by older versions, and their names now: the memory columns
+#: are named after what they count (tensor storages on any tracked device, the CUDA allocator).
+RENAMED_COLUMNS = {"cpu_mem_alloc_mb": "tensor_retained_mb", "cpu_mem_peak_mb": "tensor_peak_mb",
+                   "cuda_mem_alloc_mb": "cuda_retained_mb", "cuda_mem_peak_mb": "cuda_peak_mb"}
 
 PathLike = Union[str, Path]
 
@@ -133,7 +138,7 @@ def _read_stages(path: Path) -> pd.DataFrame:
                              f"{str(error).splitlines()[0]})") from None
     if "stage" not in stages.columns or stages.empty:
         raise ProfilingError(f"{path} is broken: it holds no stage rows")
-    return stages
+    return stages.rename(columns=RENAMED_COLUMNS)
 
 
 def _natural_key(path: Path) -> list:

@@ -132,7 +132,7 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
             the library's ``attach=``).
     """
     time = time_column(stages)
-    memory = first_column(stages, "cuda_mem_peak_mb", "cpu_mem_peak_mb")
+    memory = first_column(stages, "cuda_peak_mb", "tensor_peak_mb")
     table = _displayed(stages, max_depth, time, memory, times)
     flops = "gflops" in table
     total_ms = float(np.median(totals.forward_ms)) if totals is not None and len(

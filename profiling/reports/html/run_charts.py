@@ -29,7 +29,7 @@ def _go() -> Any:
 
 def memory_column(stages: pd.DataFrame) -> Optional[str]:
     """The memory peak to show: the CUDA allocator's where measured, else the CPU tensors'."""
-    return first_column(stages, "cuda_mem_peak_mb", "cpu_mem_peak_mb")
+    return first_column(stages, "cuda_peak_mb", "tensor_peak_mb")
 
 
 def icicle_metrics(stages: pd.DataFrame, forward_ms: Optional[float],
