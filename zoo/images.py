@@ -1,7 +1,8 @@
 """Real images as input: ``input.images=[PATH, ...]``, a folder, or the shipped ``sample``.
 
-Files are read with ``torchvision.io`` (PNG, JPEG, GIF, WebP, AVIF, HEIC; an animated GIF is a
-sequence of frames; other video files where this torchvision can read them). A folder gives its
+Files are read by :mod:`zoo.image_files` (PNG, JPEG, GIF, WebP, AVIF, HEIC, TIFF, 8 or 16 bits;
+an animated GIF or a multi-page TIFF is a sequence of frames; other video files where this
+torchvision can read them; the header checked against ``input.max_pixels`` first). A folder gives its
 image and video files sorted by name. The batch takes the frames in order, one group of frames
 per item (one image, a pair, a clip of ``T``: :mod:`zoo.inputs`), cycling back to the first
 when there are too few. Each frame is converted as the model expects, by one stated rule:
@@ -20,8 +21,6 @@ when there are too few. Each frame is converted as the model expects, by one sta
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -29,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from .errors import ConfigError
+from .image_files import IMAGE_SUFFIXES, MAX_PIXELS, VIDEO_SUFFIXES, read_frames
 from .inputs import arrange_frames, frames_per_item
 
 __all__ = ["SAMPLE_DIR", "SAMPLE_FILES", "image_inputs", "resolve_image_files", "read_frames",
@@ -46,21 +46,10 @@ SAMPLE_FILES = {
 #: ITU-R BT.601 luma weights of R, G and B.
 LUMA = (0.299, 0.587, 0.114)
 
-_IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".heic"}
-_VIDEO_SUFFIXES = {".mp4", ".avi", ".mov", ".mkv", ".webm"}
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One decoded frame: ``[C, H, W]`` uint8 (alpha dropped) and where it came from."""
-
-    pixels: torch.Tensor
-    source: str
-
-
 def resolve_image_files(images: Any, kind: str) -> list[Path]:
     """The files ``input.images`` names: ``sample``, files and folders, in order."""
-    entries = [images] if isinstance(images, (str, Path)) else list(images or [])
+    entries = [images] if isinstance(images, (str, Path)) else list(images) if isinstance(
+        images, (list, tuple)) else []
     if not entries or not all(isinstance(e, (str, Path)) and str(e) for e in entries):
         raise ConfigError(f"input.images={images!r} is not accepted; accepted: sample, a file, "
                           f"a folder, or a list of them")
@@ -72,10 +61,10 @@ def resolve_image_files(images: Any, kind: str) -> list[Path]:
         path = Path(entry).expanduser()
         if path.is_dir():
             found = sorted(p for p in path.iterdir()
-                           if p.suffix.lower() in _IMAGE_SUFFIXES | _VIDEO_SUFFIXES)
+                           if p.suffix.lower() in IMAGE_SUFFIXES | VIDEO_SUFFIXES)
             if not found:
                 raise ConfigError(f"input.images: folder {path} holds no image or video file "
-                                  f"({', '.join(sorted(_IMAGE_SUFFIXES | _VIDEO_SUFFIXES))})")
+                                  f"({', '.join(sorted(IMAGE_SUFFIXES | VIDEO_SUFFIXES))})")
             files += found
         elif path.is_file():
             files.append(path)
@@ -83,48 +72,6 @@ def resolve_image_files(images: Any, kind: str) -> list[Path]:
             raise ConfigError(f"input.images: no file or folder {path}; accepted: sample, "
                               f"image or video files, folders of them")
     return files
-
-
-def read_frames(path: Path) -> list[Frame]:
-    """The frames of an image or video file (an animated GIF gives one per frame)."""
-    import torchvision.io as io
-
-    if path.suffix.lower() in _VIDEO_SUFFIXES:
-        pixels = _read_video(path)
-    else:
-        try:
-            with warnings.catch_warnings():  # torchvision 0.29 points to TorchCodec
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pixels = io.decode_image(io.read_file(str(path)),
-                                         mode=io.ImageReadMode.UNCHANGED)
-        except RuntimeError as error:
-            raise ConfigError(f"input.images: cannot decode {path} "
-                              f"({str(error).splitlines()[0]})") from None
-    stack = pixels if pixels.dim() == 4 else pixels[None]
-    stack = stack[:, :3] if stack.shape[1] == 4 else stack[:, :1] if stack.shape[1] == 2 \
-        else stack
-    if len(stack) == 1:
-        return [Frame(stack[0], str(path))]
-    return [Frame(frame, f"{path}#{index}") for index, frame in enumerate(stack)]
-
-
-def _read_video(path: Path) -> torch.Tensor:
-    import torchvision
-    import torchvision.io as io
-
-    read_video = getattr(io, "read_video", None)
-    if read_video is None:
-        raise ConfigError(f"input.images: torchvision {torchvision.__version__} cannot read "
-                          f"video files ({path.name}); give its frames as images or an "
-                          f"animated GIF (e.g. ffmpeg -i {path.name} frame_%04d.png)")
-    try:
-        video = read_video(str(path), pts_unit="sec", output_format="TCHW")[0]
-    except Exception as error:  # noqa: BLE001  (the video backends raise their own types)
-        raise ConfigError(f"input.images: cannot read video {path} "
-                          f"({str(error).splitlines()[0]})") from None
-    if len(video) == 0:
-        raise ConfigError(f"input.images: video {path} has no frames")
-    return video
 
 
 def convert_channels(image: torch.Tensor, channels: int) -> torch.Tensor:
@@ -191,13 +138,14 @@ def _rule(model: Any, size: Sequence[int]) -> str:
 
 
 def image_inputs(model: Any, images: Any, *, batch: int, size: Sequence[int],
-                 frames: Optional[int] = None, device: Any = "cpu"
-                 ) -> tuple[tuple[Any, ...], list[str]]:
+                 frames: Optional[int] = None, device: Any = "cpu",
+                 max_pixels: int = MAX_PIXELS) -> tuple[tuple[Any, ...], list[str]]:
     """The positional arguments of ``model``'s forward made from the files ``images`` names,
-    and notes naming the files used and the conversion rule (for ``meta.json``)."""
+    and notes naming the files used and the conversion rule (for ``meta.json``). A file whose
+    header declares more than ``max_pixels`` pixels is refused before it is decoded."""
     kind = str(getattr(model, "input_kind", "image"))
     files = resolve_image_files(images, kind)
-    available = [frame for path in files for frame in read_frames(path)]
+    available = [frame for path in files for frame in read_frames(path, max_pixels)]
     needed = batch * frames_per_item(kind, frames)
     chosen = [available[i % len(available)] for i in range(needed)]
     channels = int(model.in_channels)

@@ -319,6 +319,7 @@ SCHEMA: dict[str, Checker] = {
     "input.batch": Integer(minimum=1),
     "input.pad": Boolean(),
     "input.images": Nullable(AnyOf((Text(), ListOf(Text())))),  # files: zoo.images
+    "input.max_pixels": Integer(minimum=1),
     "input.frames": Nullable(Integer(minimum=1)),
     "collectors": Nullable(ListOf(Text())),
     "roofline.ceilings": Nullable(Text()),

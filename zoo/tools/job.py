@@ -21,6 +21,7 @@ from profiling.statistics import AutoRepeats, noise_line, repeat_table
 from .cli import check_composed
 from ..deploy import TF32_NOTE, Deployment, roofline_dtype
 from ..errors import ConfigError
+from ..image_files import MAX_PIXELS
 from ..images import image_inputs
 from ..inputs import INPUT_KINDS, check_frames
 from .progress import ForwardProgress
@@ -145,10 +146,11 @@ def make_inputs(cfg: DictConfig, model: torch.nn.Module, device: torch.device
     frames = frames or getattr(model, "default_frames", None)
     images = cfg.input.get("images")
     notes: list[str] = []
-    if images:
+    if images is not None:  # an empty value is refused, never replaced by random inputs
         images = OmegaConf.to_container(images) if isinstance(images, ListConfig) else images
         inputs, notes = image_inputs(model, images, batch=batch, size=size, frames=frames,
-                                     device=device)
+                                     device=device,
+                                     max_pixels=int(cfg.input.get("max_pixels", MAX_PIXELS)))
     else:
         generator = torch.Generator().manual_seed(int(cfg.run.seed))
         extra = {"frames": frames} if kind == "clip" else {}
