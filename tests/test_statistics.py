@@ -215,3 +215,13 @@ def test_auto_repeat_options_are_typed(override, message):
     check_composed(chosen)
     assert run_repeats(chosen.run) == AutoRepeats(target_ci=0.05, max_time_s=60.0,
                                                   min_repeats=5)
+
+
+def test_the_true_coverage_of_the_median_interval():
+    from profiling.statistics.intervals import median_interval_coverage
+
+    assert median_interval_coverage(5) == 1 - 2 ** -4 == 0.9375
+    assert median_interval_coverage(2) == 0.5 and median_interval_coverage(1) == 0.0
+    # 6 repeats: rank 1 is still the range, 1 - 2**-5
+    assert median_interval_coverage(6) == pytest.approx(0.96875)
+    assert all(median_interval_coverage(n) >= 0.95 for n in range(6, 60))

@@ -153,7 +153,8 @@ def check_replaceable(directory: Union[str, Path], overwrite: bool = False,
     Never written: the working directory, the home directory and any folder above them.
     A folder that holds files is refused unless ``overwrite``; even then it is replaced only
     if it carries the :data:`MARKER`, that is, if this tool wrote it. ``option`` is what the
-    user sets to overwrite (``None``: the tool cannot overwrite). Raises
+    user sets to overwrite (``None``: the tool cannot overwrite; ``"overwrite"``: a library
+    caller, told to pass ``overwrite=True``). Raises
     :class:`~profiling.errors.ProfilingError` (one line).
     """
     directory = Path(directory).expanduser().absolute()
@@ -167,7 +168,9 @@ def check_replaceable(directory: Union[str, Path], overwrite: bool = False,
                              f"folder of its own")
     if holds_files(real):
         if not overwrite:
-            hint = f", or replace it whole with {option}=true" if option else ""
+            hint = "" if not option else (
+                ", or replace it whole with write_run(..., overwrite=True)" if option == "overwrite"
+                else f", or replace it whole with {option}=true")
             raise ProfilingError(f"{directory} already holds files (another run?); choose "
                                  f"another folder{hint}")
         if not holds_marker(real):
@@ -229,7 +232,7 @@ def write_folder(directory: Union[str, Path], files: Mapping[str, Content], *,
     (``plots/time.png``).
     """
     given = Path(directory).absolute()
-    directory = check_replaceable(directory, overwrite)
+    directory = check_replaceable(directory, overwrite, option="overwrite")
     staging = staging_folder(directory)
     try:
         _render(staging, files)

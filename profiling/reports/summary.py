@@ -11,6 +11,8 @@ the model's parameters, MACs, FLOPs and input and output payload.
 
 from __future__ import annotations
 
+import math
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -20,7 +22,7 @@ import pandas as pd
 from ..statistics.aggregate import first_column, stage_time_sums, time_column
 from ..statistics.coverage import OTHER, coverage_line
 from ..stages.payload import payload_bytes, walk_payload
-from ..statistics.intervals import median_interval
+from ..statistics.intervals import CONFIDENCE, median_interval, median_interval_coverage
 from .numbers import significant
 
 __all__ = ["format_summary", "RunTotals", "run_totals", "WIDE_INTERVAL"]
@@ -142,15 +144,16 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
         totals.flops / 1e9 if flops and totals is not None and totals.flops else None)
     share_column = "time_ms" if time and total_ms else "gflops"
     slowest = _slowest(table) if time else set()
+    ci = _ci_label(totals, times)
     columns = [("calls", "", 6)] + ([("time ms", "sum, med.", 11),
-                                     ("95% CI ms", "of the median", 18)]
+                                     (f"{ci} ms", "of the median", 17)]
                                     if time else []) \
         + ([("share", f"of {'time' if share_column == 'time_ms' else 'FLOPs'}", 10)]
            if share_of else []) \
         + ([("GFLOPs", "sum", 10)] if flops else []) + [("out MB", "sum", 10)] \
-        + ([("peak MB", "max", 10)] if memory else [])
-    lines = [f"{'stage':<44}" + "".join(f"{name:>{width}}" for name, _, width in columns),
-             f"{'rule (over calls; over repeats)':<44}"
+        + ([(_MEMORY_LABELS[memory], "max", 15)] if memory else [])
+    lines = [f"{'stage':<41}" + "".join(f"{name:>{width}}" for name, _, width in columns),
+             f"{'rule (over calls; over repeats)':<41}"
              + "".join(f"{rule:>{width}}" for _, rule, width in columns)]
     for name, row in table.head(max_rows).iterrows():
         other = row["kind"] == OTHER
@@ -158,7 +161,7 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
         cells = [f"{'' if other else int(row['calls']):>6}"]
         if time:
             cells += [f"{significant(row['time_ms']):>11}",
-                      f"{_interval(row.get('ci_low'), row.get('ci_high'), row['time_ms']):>18}"]
+                      f"{_interval(row.get('ci_low'), row.get('ci_high'), row['time_ms']):>17}"]
         if share_of:
             mark = "*" if name in slowest else " "
             cells.append(f"{100 * row[share_column] / share_of:>8.1f}%{mark}")
@@ -166,14 +169,14 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
             cells.append(f"{significant(row['gflops']):>10}")
         cells.append(f"{'':>10}" if other else f"{significant(row['out_mb']):>10}")
         if memory:
-            cells.append(f"{'':>10}" if other else f"{significant(row['peak_mb']):>10}")
-        lines.append(f"{label:<44}" + "".join(cells))
+            cells.append(f"{'':>15}" if other else f"{significant(row['peak_mb']):>15}")
+        lines.append(f"{label:<41}" + "".join(cells))
     if len(table) > max_rows:
         lines.append(f"... {len(table) - max_rows} more stages in stages.csv")
     if totals is not None:
         lines += _total_lines(totals, bool(time), bool(share_of), flops, bool(memory))
-    lines += _footer(time, flops, bool(memory), table[table["kind"] == "stage"],
-                     bool(slowest), bool(OTHER in set(table["kind"])))
+    lines += _footer(time, flops, memory, table[table["kind"] == "stage"],
+                     bool(slowest), bool(OTHER in set(table["kind"])), ci)
     line = coverage_line(coverage or {}, *([coverage_hint] if coverage_hint else []))
     if line:
         lines += line.splitlines()
@@ -182,11 +185,11 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
 
 def _label(name: str, depth: int) -> str:
     """The indented stage name, shortened in its middle (never at its end, which tells
-    repeated blocks apart) to fit 43 characters."""
+    repeated blocks apart) to fit 40 characters."""
     label = "  " * depth + name
-    if len(label) <= 43:
+    if len(label) <= 40:
         return label
-    keep = 43 - 2 * depth - 3
+    keep = 40 - 2 * depth - 3
     return "  " * depth + name[:keep // 2] + "..." + name[-(keep - keep // 2):]
 
 
@@ -197,28 +200,28 @@ def _total_lines(totals: RunTotals, time: bool, share: bool, flops: bool, memory
         if len(totals.forward_ms):
             median = float(np.median(totals.forward_ms))
             low, high = median_interval(totals.forward_ms)
-            cells += [f"{significant(median):>11}", f"{_interval(low, high, median):>18}"]
+            cells += [f"{significant(median):>11}", f"{_interval(low, high, median):>17}"]
         else:
-            cells += [f"{'-':>11}", f"{'-':>18}"]
+            cells += [f"{'-':>11}", f"{'-':>17}"]
     if share:
         cells.append(f"{100.0:>8.1f}% ")
     if flops:
         cells.append(f"{significant(None if totals.flops is None else totals.flops / 1e9):>10}")
     cells.append(f"{significant(totals.out_bytes / 1e6):>10}")
     if memory:
-        cells.append(f"{'':>10}")
+        cells.append(f"{'':>15}")
     counts = ""
     if totals.macs is not None:
         counts = (f", {significant(totals.macs / 1e9)} GMACs, "
                   f"{significant(totals.flops / 1e9)} GFLOPs")
-    return [f"{'total (whole forward; out: model output)':<44}" + "".join(cells),
+    return [f"{'total (whole forward; out: model output)':<41}" + "".join(cells),
             f"total: {totals.parameters:,} parameters{counts}, input "
             f"{significant(totals.in_bytes / 1e6)} MB, output "
             f"{significant(totals.out_bytes / 1e6)} MB"]
 
 
-def _footer(time: Optional[str], flops: bool, memory: bool, table: pd.DataFrame,
-            slowest: bool = False, other: bool = False) -> list[str]:
+def _footer(time: Optional[str], flops: bool, memory: Optional[str], table: pd.DataFrame,
+            slowest: bool = False, other: bool = False, ci: str = "95% CI") -> list[str]:
     note = (f"time: {time.split('_time')[0].upper()} time summed over a stage's calls, median "
             f"over the repeats" if time else "no timing")
     wide = 0
@@ -227,8 +230,8 @@ def _footer(time: Optional[str], flops: bool, memory: bool, table: pd.DataFrame,
         wide = int((reach > WIDE_INTERVAL * table["time_ms"]).sum())
     flagged = (f"! {wide} stage(s) with an interval wider than ±{WIDE_INTERVAL:.0%} of the "
                f"median; " if wide else "")
-    lines = [f"({note}" + ("; 95% CI: order-statistics interval of the median" if time
-                           else "") + ")"]
+    lines = [f"({note}" + (f"; {ci}: order-statistics interval of the median, its true "
+                           f"coverage for the repeats made" if time else "") + ")"]
     if flagged:
         lines.append(flagged.rstrip("; "))
     if slowest:
@@ -237,6 +240,32 @@ def _footer(time: Optional[str], flops: bool, memory: bool, table: pd.DataFrame,
         lines.append("(other: what no stage below the same parent covers, its time the parent's "
                      "minus the rows beside it; stages.csv's _mean columns add up exactly)")
     lines.append("(" + ("GFLOPs: 1e9 floating-point operations; " if flops else "")
-                 + "MB: 1e6 bytes; out: output payload"
-                 + ("; peak: largest memory peak above a call's start" if memory else "") + ")")
-    return lines
+                 + "MB: 1e6 bytes; out: output payload)")
+    if memory:
+        lines.append(_MEMORY_NOTES[memory])
+    return [part for line in lines for part in textwrap.wrap(line, 119)]
+
+
+#: The memory column's name, for what it counts.
+_MEMORY_LABELS = {"cpu_mem_peak_mb": "tensor peak MB", "cuda_mem_peak_mb": "alloc peak MB"}
+#: What the memory column counts and misses, printed under the table.
+_MEMORY_NOTES = {
+    "cpu_mem_peak_mb": "(tensor peak: the largest sum of live tensors that operators returned, "
+                       "above a call's start; not the allocator's total: library workspaces "
+                       "and oneDNN weight reorders are not seen, so the process can hold "
+                       "several times more)",
+    "cuda_mem_peak_mb": "(alloc peak: torch's CUDA allocator peak above a call's start, "
+                        "workspaces included; not the driver's reserved memory)"}
+
+
+def _ci_label(totals: Optional[RunTotals], times: Optional[pd.DataFrame]) -> str:
+    """``95% CI``, or the coverage the order-statistics interval really has for the repeats
+    made (``93.7% CI`` for 5 repeats)."""
+    repeats = len(totals.forward_ms) if totals is not None and len(totals.forward_ms) else (
+        int(times["repeat"].max()) + 1 if times is not None and len(times) else 0)
+    if not repeats:
+        return "95% CI"
+    coverage = median_interval_coverage(repeats)
+    if coverage >= CONFIDENCE:
+        return f"{CONFIDENCE:.0%} CI"
+    return f"{math.floor(coverage * 1000) / 10:g}% CI"

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["CONFIDENCE", "median_interval", "relative_half_width", "ratio_interval",
+__all__ = ["CONFIDENCE", "median_interval", "median_interval_coverage", "relative_half_width", "ratio_interval",
            "is_significant", "coefficient_of_variation", "AutoRepeats", "MEDIAN_CI_METHOD",
            "RATIO_CI_METHOD"]
 
@@ -74,6 +74,17 @@ def median_interval(values: Sequence[float], confidence: float = CONFIDENCE
         return math.nan, math.nan
     rank = max(_order_statistic_rank(n, confidence), 1)
     return float(ordered[rank - 1]), float(ordered[n - rank])
+
+
+def median_interval_coverage(n: int, confidence: float = CONFIDENCE) -> float:
+    """The true coverage of :func:`median_interval` for ``n`` values asked for ``confidence``:
+    at least ``confidence`` from 6 values (at 95%), ``1 - 2**(1 - n)`` below (the range:
+    93.75% for 5 values, 50% for 2), 0 for fewer than two."""
+    if n < 2:
+        return 0.0
+    rank = max(_order_statistic_rank(n, confidence), 1)
+    below = sum(math.comb(n, k) for k in range(rank))  # 2**n P(Bin(n, 1/2) < rank)
+    return 1.0 - 2.0 * below / 2 ** n
 
 
 def relative_half_width(values: Sequence[float], confidence: float = CONFIDENCE) -> float:
