@@ -39,7 +39,9 @@ class Collector:
         nesting_rank: the place among the collectors of one pass: lower ranks wrap higher ones,
             so the timers take the highest and measure the least of the others.
         devices: the device types whose forwards it measures.
-        metrics: the metric names this collector writes into ``StageCall.metrics``.
+        metrics: the metrics this collector writes into ``StageCall.metrics``, declared as
+            :class:`~profiling.collectors.Metric` (name, unit, kind, how calls and repeats add
+            up): the reports show a declared metric without code of their own.
     """
 
     name: str = "collector"

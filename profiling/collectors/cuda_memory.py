@@ -9,6 +9,7 @@ import torch
 from ..errors import ProfilingError
 from ..stages.markers import StageCall
 from .base import Collector
+from .metrics import Metric
 from .registry import register_collector
 
 __all__ = ["CudaMemory"]
@@ -29,7 +30,11 @@ class CudaMemory(Collector):
     pass_name = "analysis"  # its allocator calls stay out of the timed forwards
     nesting_rank = 20
     devices = ("cuda",)
-    metrics = ("cuda_retained_mb", "cuda_peak_mb")
+    metrics = (Metric("cuda_retained_mb", unit="MB", kind="memory",
+                      description="CUDA allocator memory the stage leaves allocated"),
+               Metric("cuda_peak_mb", unit="MB", kind="memory", calls="max", headline=True,
+                      label="peak MB", description="the CUDA allocator's highest allocation "
+                      "inside the stage above the level at its start"))
 
     def __init__(self, device: Optional[torch.device] = None) -> None:
         if not torch.cuda.is_available():

@@ -36,6 +36,7 @@ from ..split.encodings import check_codecs, encoded_bytes
 from ..stages.payload import iter_tensors
 from ..stages.markers import StageCall
 from .base import Collector
+from .metrics import Metric
 from .registry import register_collector
 
 __all__ = ["Liveness", "Cut", "CutTensor", "encoded_bytes"]
@@ -188,7 +189,11 @@ class Liveness(Collector):
 
     name = "liveness"
     pass_name = "liveness"
-    metrics = ("cut_bytes", "cut_fp16_bytes", "cut_int8_bytes")
+    metrics = tuple(Metric(name, unit="bytes", kind="bytes", description=description)
+                    for name, description in (
+                        ("cut_bytes", "bytes alive across the cut after the stage"),
+                        ("cut_fp16_bytes", "the same with float32 sent as float16"),
+                        ("cut_int8_bytes", "the same with floats quantised to int8")))
 
     def __init__(self, inputs: Any = None, codecs: Sequence[str] = (), *,
                  every_op: bool = False, codec: Optional[str] = None) -> None:

@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING, Optional
 
 from torch import nn
 
-from ..counting import COUNT_FIELDS, Counts, ModuleRecord, OpCounting
+from ..counting import Counts, ModuleRecord, OpCounting
 from ..stages.markers import _set_counting
 from .base import Collector
+from .metrics import Metric
 from .registry import register_collector
 
 if TYPE_CHECKING:
@@ -39,7 +40,18 @@ class OpCounts(Collector):
 
     name = "op_counts"
     pass_name = "counting"
-    metrics = COUNT_FIELDS
+    metrics = (Metric("macs", unit="multiply-accumulates", kind="count",
+                      description="multiply-accumulates of convolutions, linear layers, "
+                      "matmuls and attention, bias excluded"),
+               Metric("flops", unit="FLOPs", kind="count", headline=True, label="GFLOPs",
+                      scale=1e-9, description="every floating-point operation"),
+               Metric("bytes_read", unit="bytes", kind="bytes",
+                      description="bytes the operators read"),
+               Metric("bytes_written", unit="bytes", kind="bytes",
+                      description="bytes the operators wrote"),
+               Metric("activations", unit="elements", kind="count",
+                      description="output elements of convolutions, linear layers and "
+                      "matmuls"))
 
     def __init__(self, model: Optional[nn.Module] = None) -> None:
         self.model = model

@@ -11,6 +11,7 @@ from torch.utils._pytree import tree_flatten
 
 from ..stages.markers import StageCall
 from .base import Collector
+from .metrics import Metric
 from .registry import register_collector
 
 __all__ = ["TensorMemory"]
@@ -62,7 +63,11 @@ class TensorMemory(Collector):
     aliases = ("cpu_memory",)  # its name until it was seen to track meta tensors too
     pass_name = "analysis"
     nesting_rank = 10
-    metrics = ("tensor_retained_mb", "tensor_peak_mb")
+    metrics = (Metric("tensor_retained_mb", unit="MB", kind="memory",
+                      description="tensor storage the stage allocated and still holds at its end"),
+               Metric("tensor_peak_mb", unit="MB", kind="memory", calls="max", headline=True,
+                      label="peak MB", description="the highest tensor storage inside the "
+                      "stage above the level at its start"))
 
     def __init__(self, device_types: Sequence[str] = ("cpu", "meta")) -> None:
         self.device_types = frozenset(device_types)

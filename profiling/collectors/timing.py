@@ -9,6 +9,7 @@ import torch
 
 from ..stages.markers import StageCall
 from .base import Collector
+from .metrics import Metric
 from .registry import register_collector
 
 __all__ = ["CpuTime", "CudaTime"]
@@ -29,7 +30,8 @@ class CpuTime(Collector):
     name = "cpu_time"
     nesting_rank = 50
     devices = ("cpu", "cuda")
-    metrics = ("cpu_time_ms",)
+    metrics = (Metric("cpu_time_ms", unit="ms", kind="time", repeats="statistics",
+                      description="wall-clock time of the stage on the host"),)
 
     def __init__(self) -> None:
         self._starts: dict[int, int] = {}
@@ -59,7 +61,8 @@ class CudaTime(Collector):
     name = "cuda_time"
     nesting_rank = 40
     devices = ("cuda",)
-    metrics = ("cuda_time_ms",)
+    metrics = (Metric("cuda_time_ms", unit="ms", kind="time", repeats="statistics",
+                      description="GPU time of the stage between two CUDA events"),)
 
     def __init__(self, device: Optional[torch.device] = None) -> None:
         if not torch.cuda.is_available():

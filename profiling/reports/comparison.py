@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import textwrap
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,11 +30,12 @@ from ..statistics.paired import AB_MIN_CHANGE, AB_RULE, paired_significance
 from .numbers import significant
 from .repeats import read_times
 from .runs import RunRecord, flatten_config, forward_median
+from .summary import extra_metrics
 
-__all__ = ["COMPARED_METRICS", "compare_stages", "compare_runs", "compare_paired_runs", "add_significance",
-           "forward_comparison", "change_threshold", "withheld_reason", "config_differences",
-           "format_comparison", "MIN_CHANGE", "MIN_CPU_DIFFERENCE_MS",
-           "FORWARD"]
+__all__ = ["PAYLOAD_COLUMNS", "compared_columns", "compare_stages",
+           "compare_runs", "compare_paired_runs", "add_significance", "forward_comparison",
+           "change_threshold", "withheld_reason", "config_differences", "format_comparison",
+           "MIN_CHANGE", "MIN_CPU_DIFFERENCE_MS", "FORWARD"]
 
 #: The smallest change of a time that :func:`compare_runs` calls significant (relative).
 MIN_CHANGE = 0.25
@@ -48,22 +49,34 @@ FORWARD = "(forward)"
 #: fits 120 columns.
 LABEL, EXACT = 30, 15
 
-#: The stage metrics compared, where at least one of the runs has them.
-COMPARED_METRICS = ("cpu_time_ms_median", "cuda_time_ms_median", "tensor_peak_mb",
-                    "cuda_peak_mb", "in_bytes", "out_bytes", "macs", "flops",
-                    "bytes_read", "bytes_written")
+#: The payload columns every comparison holds; the metrics the runs' collectors declare
+#: follow them (:func:`compared_columns`).
+PAYLOAD_COLUMNS = ("in_bytes", "out_bytes")
 
 _KEY = ["stage", "call_index"]
 
 
-def compare_stages(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+def compared_columns(metrics: Sequence[Any]) -> list[str]:
+    """The columns a comparison holds: the payload's, then each declared metric's column
+    (``{name}_median`` for a repeated one), each once."""
+    return list(dict.fromkeys([*PAYLOAD_COLUMNS, *(metric.column for metric in metrics)]))
+
+
+def compare_stages(a: pd.DataFrame, b: pd.DataFrame, metrics: Optional[Sequence[Any]] = None
+                   ) -> pd.DataFrame:
     """One row per stage call of either table, matched by ``(stage, call_index)``.
 
-    For each metric of :data:`COMPARED_METRICS` found in either table: ``{metric}_a``,
-    ``{metric}_b``, ``{metric}_diff`` (b - a) and ``{metric}_ratio`` (b / a; empty where a is 0
-    or either is missing). Stages of A come first in A's order, then those only in B.
+    For each of the columns of :func:`compared_columns` found in either table (the payload and
+    the declared ``metrics``, by default those of every registered collector):
+    ``{metric}_a``, ``{metric}_b``, ``{metric}_diff`` (b - a) and ``{metric}_ratio`` (b / a;
+    empty where a is 0 or either is missing). Stages of A come first in A's order, then those
+    only in B.
     """
-    metrics = [m for m in COMPARED_METRICS if m in a or m in b]
+    if metrics is None:
+        from ..collectors import declared_metrics, registered_collectors
+
+        metrics = declared_metrics(registered_collectors().values())
+    metrics = [m for m in compared_columns(metrics) if m in a or m in b]
     sides = [table.reindex(columns=_KEY + ["kind", "depth", "order"] + metrics) for table in (a, b)]
     merged = sides[0].merge(sides[1], on=_KEY, how="outer", suffixes=("_a", "_b"),
                             indicator=True)
@@ -146,6 +159,8 @@ def format_comparison(table: pd.DataFrame, a: RunRecord, b: RunRecord, *,
         ("out MB", "out_bytes", 1e-6),
         ("peak MB", _first(table, "cuda_peak_mb", "tensor_peak_mb"), 1.0),
         ("GFLOPs", "flops" if "flops_a" in table else None, 1e-9)) if metric]
+    exact += [(metric.label, metric.column, metric.scale) for metric in extra_metrics(
+        _declared(a, b), [column[:-2] for column in table.columns if column.endswith("_a")])]
     header = f"{'stage':<{LABEL}}"
     if time:
         header += f"{'time ms A':>10}{'time ms B':>10}{'change':>10}{_ci_label(table):>14}"
@@ -219,6 +234,14 @@ def _forward_line(forward: pd.DataFrame, a: RunRecord, b: RunRecord, time: Optio
     return f"{text} {change}, {_ci_label(forward)} {interval}"
 
 
+def _declared(a: RunRecord, b: RunRecord) -> list:
+    """The metrics either run declares, each once, A's first."""
+    found: dict[str, Any] = {}
+    for metric in [*a.metrics, *b.metrics]:
+        found.setdefault(str(metric), metric)
+    return list(found.values())
+
+
 def _first(table: pd.DataFrame, *metrics: str) -> Optional[str]:
     return next((m for m in metrics if f"{m}_a" in table and
                  (table[f"{m}_a"].notna().any() or table[f"{m}_b"].notna().any())), None)
@@ -282,7 +305,7 @@ def compare_paired_runs(a: RunRecord, b: RunRecord, *, min_change: float = AB_MI
     table of :func:`compare_runs`, its significance from the per-round ratios
     (:func:`profiling.statistics.paired.paired_significance`). Load is not a reason to
     withhold it: it hits both sides of each round alike."""
-    table = compare_stages(a.stages, b.stages)
+    table = compare_stages(a.stages, b.stages, _declared(a, b))
     metric = _time_metric(a.stages, b.stages)
     if metric is None:
         return table
@@ -315,7 +338,7 @@ def compare_runs(a: RunRecord, b: RunRecord, *, min_change: float = MIN_CHANGE,
     ``significant`` is then ``False`` throughout and ``withheld`` says why, unless ``loaded``
     asks for the significance anyway. Intervals are given either way.
     """
-    table = compare_stages(a.stages, b.stages)
+    table = compare_stages(a.stages, b.stages, _declared(a, b))
     metric = _time_metric(a.stages, b.stages)
     if metric is None:
         return table

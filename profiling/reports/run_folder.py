@@ -109,6 +109,7 @@ def run_files(result: ProfileResult, model: Optional[torch.nn.Module] = None, *,
     extra: dict[str, Any] = dict(metadata or {})
     if result.coverage:
         extra["coverage"] = result.coverage
+    extra["metrics"] = [metric.as_dict() for metric in result.metrics]
     if counted:
         extra.update(uncounted_ops=result.uncounted, totals=result.totals)
         if ceilings is not None:

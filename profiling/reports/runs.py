@@ -62,6 +62,18 @@ class RunRecord:
     meta: dict[str, Any] = field(default_factory=dict)
     stages: pd.DataFrame = field(default_factory=pd.DataFrame)
 
+    @property
+    def metrics(self) -> list:
+        """The run's metrics as its collectors declared them (``meta.json``'s ``metrics``,
+        :class:`~profiling.collectors.Metric`); for a folder of an older version, the
+        registered collectors' metrics whose columns its stage table holds."""
+        from ..collectors import declared_metrics, metric_from_dict, registered_collectors
+
+        if "metrics" in self.meta:
+            return [metric_from_dict(data) for data in self.meta["metrics"]]
+        return [metric for metric in declared_metrics(registered_collectors().values())
+                if metric.column in self.stages.columns]
+
 
 def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
     """``["model=gmflow", "input.size=[384,512]"]`` -> ``{"model": "gmflow", ...}``.

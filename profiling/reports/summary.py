@@ -25,12 +25,25 @@ from ..stages.payload import payload_bytes, walk_payload
 from ..statistics.intervals import CONFIDENCE, median_interval, median_interval_coverage
 from .numbers import significant
 
-__all__ = ["format_summary", "RunTotals", "run_totals", "WIDE_INTERVAL"]
+__all__ = ["format_summary", "RunTotals", "run_totals", "WIDE_INTERVAL", "OWN_METRICS",
+           "extra_metrics"]
 
 #: A stage whose interval reaches further than this from its median (relative) is flagged.
 WIDE_INTERVAL = 0.10
 #: How many of the slowest top-level stages the summary marks.
 SLOWEST = 3
+#: The built-in metrics the terminal tables (this summary and the comparison) show with code
+#: of their own: time with its interval, GFLOPs, the memory peak.
+OWN_METRICS = ("cpu_time_ms", "cuda_time_ms", "flops", "tensor_peak_mb", "cuda_peak_mb")
+#: The width of a declared metric's column.
+EXTRA_WIDTH = 14
+
+
+def extra_metrics(metrics: Sequence[Any], columns: Any) -> list[Any]:
+    """The declared headline metrics measured once that a terminal table shows in columns of
+    their own: any but :data:`OWN_METRICS`, where ``columns`` holds them."""
+    return [metric for metric in metrics if metric.headline and metric.repeats == "once"
+            and str(metric) not in OWN_METRICS and metric.column in columns]
 
 
 @dataclass
@@ -74,7 +87,8 @@ def _interval(low: float, high: float, median: float) -> str:
 
 
 def _displayed(stages: pd.DataFrame, max_depth: int, time: Optional[str],
-               memory: Optional[str], times: Optional[pd.DataFrame]) -> pd.DataFrame:
+               memory: Optional[str], times: Optional[pd.DataFrame],
+               extras: Sequence[Any] = ()) -> pd.DataFrame:
     """One row per stage (and ``other`` row) down to ``max_depth``, calls summed."""
     rows = stages[stages["kind"].isin(["stage", OTHER]) & (stages["depth"] <= max_depth)]
     grouped = rows.groupby("stage", sort=False)
@@ -88,6 +102,8 @@ def _displayed(stages: pd.DataFrame, max_depth: int, time: Optional[str],
         table["gflops"] = grouped["flops"].sum(min_count=1) / 1e9
     if memory:
         table["peak_mb"] = grouped[memory].max()
+    for metric in extras:  # calls add up as the metric declares
+        table[str(metric)] = grouped[metric.column].agg(metric.calls) * metric.scale
     return table
 
 
@@ -114,8 +130,8 @@ def _slowest(table: pd.DataFrame, count: int = SLOWEST) -> set:
 
 def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 40,
                    times: Optional[pd.DataFrame] = None, totals: Optional[RunTotals] = None,
-                   coverage: Optional[dict] = None, coverage_hint: Optional[str] = None
-                   ) -> str:
+                   coverage: Optional[dict] = None, coverage_hint: Optional[str] = None,
+                   metrics: Sequence[Any] = ()) -> str:
     """A table of the stages down to ``max_depth``: calls, time and its 95% interval, the
     share of the whole forward, GFLOPs, output payload and memory peak (each only when
     measured), the ``other`` rows, a total row, and a footer.
@@ -132,10 +148,14 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
             (:attr:`~profiling.runner.ProfileResult.coverage`), for the coverage line.
         coverage_hint: how to name more stages, said when the coverage is low (by default,
             the library's ``attach=``).
+        metrics: the run's declared metrics (:attr:`~profiling.runner.ProfileResult.metrics`):
+            each headline metric beyond :data:`OWN_METRICS` gets a column, its label as
+            heading, its calls added up as it declares.
     """
     time = time_column(stages)
     memory = first_column(stages, "cuda_peak_mb", "tensor_peak_mb")
-    table = _displayed(stages, max_depth, time, memory, times)
+    extras = extra_metrics(metrics, stages.columns)
+    table = _displayed(stages, max_depth, time, memory, times, extras)
     flops = "gflops" in table
     total_ms = float(np.median(totals.forward_ms)) if totals is not None and len(
         totals.forward_ms) else None
@@ -151,7 +171,8 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
         + ([("share", f"of {'time' if share_column == 'time_ms' else 'FLOPs'}", 10)]
            if share_of else []) \
         + ([("GFLOPs", "sum", 10)] if flops else []) + [("out MB", "sum", 10)] \
-        + ([(_MEMORY_LABELS[memory], "max", 15)] if memory else [])
+        + ([(_MEMORY_LABELS[memory], "max", 15)] if memory else []) \
+        + [(metric.label, metric.calls, EXTRA_WIDTH) for metric in extras]
     lines = [f"{'stage':<41}" + "".join(f"{name:>{width}}" for name, _, width in columns),
              f"{'rule (over calls; over repeats)':<41}"
              + "".join(f"{rule:>{width}}" for _, rule, width in columns)]
@@ -170,13 +191,19 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
         cells.append(f"{'':>10}" if other else f"{significant(row['out_mb']):>10}")
         if memory:
             cells.append(f"{'':>15}" if other else f"{significant(row['peak_mb']):>15}")
+        cells += [f"{'' if other else significant(row[str(metric)]):>{EXTRA_WIDTH}}"
+                  for metric in extras]
         lines.append(f"{label:<41}" + "".join(cells))
     if len(table) > max_rows:
         lines.append(f"... {len(table) - max_rows} more stages in stages.csv")
     if totals is not None:
-        lines += _total_lines(totals, bool(time), bool(share_of), flops, bool(memory))
+        lines += [line + " " * EXTRA_WIDTH * len(extras) if index == 0 else line
+                  for index, line in enumerate(
+                      _total_lines(totals, bool(time), bool(share_of), flops, bool(memory)))]
     lines += _footer(time, flops, memory, table[table["kind"] == "stage"],
                      bool(slowest), bool(OTHER in set(table["kind"])), ci)
+    lines += [f"({metric.label}: {metric.description or metric}, {metric.unit or 'no unit'}"
+              f"{'' if metric.scale == 1 else f' x {metric.scale:g}'})" for metric in extras]
     line = coverage_line(coverage or {}, *([coverage_hint] if coverage_hint else []))
     if line:
         lines += line.splitlines()

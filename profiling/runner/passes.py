@@ -11,7 +11,7 @@ import torch
 
 from ..statistics.aggregate import aggregate_stages, repeat_table
 from ..stages.attach import attach_stages
-from ..collectors import PASSES, Collector, make_collectors
+from ..collectors import PASSES, Collector, Metric, declared_metrics, make_collectors
 from ..statistics.coverage import stage_coverage, with_other_calls
 from ..errors import ProfilingError
 from ..stages.guards import (BufferGuard, FreshInputs, check_collector_devices,
@@ -64,6 +64,12 @@ class ProfileResult:
     collectors: dict[str, Collector] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     noise: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def metrics(self) -> list[Metric]:
+        """The metrics of the run's collectors as they declare them (name, unit, kind, how
+        calls and repeats add up): what the reports show, each without code of its own."""
+        return declared_metrics(self.collectors.values())
 
     @property
     def totals(self) -> Optional[dict[str, int]]:

@@ -305,6 +305,7 @@ def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path],
     paths = write_folder(run_dir, files, overwrite=bool(cfg.run.get("overwrite", False)))
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
         print(format_summary(result.stages, times=repeat_table(result.timed),
+                             metrics=result.metrics,
                              totals=run_totals(result, model, job.inputs),
                              coverage=result.coverage, coverage_hint=COVERAGE_HINT))
         for note in notes:
