@@ -137,6 +137,6 @@ def test_the_interval_label_says_its_true_coverage():
 
 
 def test_the_memory_column_is_named_for_what_it_counts():
-    lines = format_summary(_stages(cpu_mem_peak_mb=[12.0, 8.0, 0.5, 0.75, 0.0])).splitlines()
+    lines = format_summary(_stages(tensor_peak_mb=[12.0, 8.0, 0.5, 0.75, 0.0])).splitlines()
     assert "tensor peak MB" in lines[0]
     assert any("oneDNN weight reorders are not seen" in line for line in lines)

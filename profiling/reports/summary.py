@@ -274,14 +274,14 @@ def _footer(time: Optional[str], flops: bool, memory: Optional[str], table: pd.D
 
 
 #: The memory column's name, for what it counts.
-_MEMORY_LABELS = {"cpu_mem_peak_mb": "tensor peak MB", "cuda_mem_peak_mb": "alloc peak MB"}
+_MEMORY_LABELS = {"tensor_peak_mb": "tensor peak MB", "cuda_peak_mb": "alloc peak MB"}
 #: What the memory column counts and misses, printed under the table.
 _MEMORY_NOTES = {
-    "cpu_mem_peak_mb": "(tensor peak: the largest sum of live tensors that operators returned, "
+    "tensor_peak_mb": "(tensor peak: the largest sum of live tensors that operators returned, "
                        "above a call's start; not the allocator's total: library workspaces "
                        "and oneDNN weight reorders are not seen, so the process can hold "
                        "several times more)",
-    "cuda_mem_peak_mb": "(alloc peak: torch's CUDA allocator peak above a call's start, "
+    "cuda_peak_mb": "(alloc peak: torch's CUDA allocator peak above a call's start, "
                         "workspaces included; not the driver's reserved memory)"}
 
 
