@@ -129,7 +129,8 @@ def test_sample_runs_for_flow_detection_and_segmentation(tmp_path, name, options
     assert shapes["in"] in first["in_shapes"]
     if kind == "image_pair":  # two image batches [1, 3, 64, 96] in, a flow [1, 2, 64, 96] out
         assert first["in_shapes"].count("[1, 3, 64, 96]") == 2
-        last = run.result.stages[run.result.stages.depth == 0].iloc[-1]
+        stages = run.result.stages  # the last top-level stage, not the 'other' row after it
+        last = stages[(stages.depth == 0) & (stages.kind == "stage")].iloc[-1]
         assert "[1, 2, 64, 96]" in last["out_shapes"]
 
 
