@@ -145,6 +145,16 @@ class Deployment:
                               f"torch has no {missing.group(2)} kernel of {missing.group(1)} "
                               f"there; use run.dtype=float32 or another device") from None
 
+    def byte_view(self, device: torch.device, model: torch.nn.Module):
+        """The analytical int8 view on ``device=meta`` with ``run.dtype=int8`` (floating
+        tensors at one byte per element, biases int32: :func:`profiling.stages.int8_view`);
+        otherwise nothing changes."""
+        if device.type == "meta" and self.dtype == "int8":
+            from profiling.stages import int8_view
+
+            return int8_view(model)
+        return nullcontext()
+
     def notes(self, model: torch.nn.Module) -> list[str]:
         """What the run's notes say about the deployment (nothing for a float32 eager run)."""
         if self.is_default:
@@ -165,6 +175,9 @@ class Deployment:
         """One phrase: ``bfloat16 weights and inputs, channels-last, compiled``."""
         if self.autocast:
             words = [f"float32 weights under torch.autocast({self.dtype})"]
+        elif self.dtype == "int8" and self.runtime == "torch":
+            words = ["int8 weights and activations, analytical (one byte per element, biases "
+                     "int32; nothing runs)"]
         elif self.dtype == "int8":
             words = ["int8 weights and activations (static post-training quantisation)"]
         else:

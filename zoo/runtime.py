@@ -30,9 +30,12 @@ def check_runtime(deployment: Any, device: torch.device) -> None:
 
     runtime = deployment.runtime
     if runtime == "torch":
+        if device.type == "meta":
+            return  # the analytical int8 view: nothing runs (Deployment.byte_view)
         raise ConfigError("run.dtype=int8 needs an inference runtime that quantises the model: "
                           "add run.runtime=onnxruntime or run.runtime=openvino "
-                          "(pip install 'stagezoo[runtimes]')")
+                          "(pip install 'stagezoo[runtimes]'), or device=meta for the "
+                          "analytical int8 view")
     if device.type == "meta":
         raise ConfigError(f"run.runtime={runtime} runs the exported model and device=meta "
                           f"computes nothing; use device=cpu, or run.runtime=torch")

@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 import torch
 from torch.utils._pytree import tree_flatten
 
+from ..stages.byte_view import element_bytes
+
 __all__ = ["OpCost", "Formula", "register_formula", "register_free", "formula_for",
            "registered_ops", "op_name", "tensor_bytes", "tensors_in", "numel", "is_float",
            "variants", "FREE"]
@@ -121,7 +123,7 @@ def tensor_bytes(tensor: torch.Tensor) -> int:
     for size, stride in zip(tensor.shape, tensor.stride()):
         if stride != 0:
             elements *= size
-    return 0 if elements == 1 else elements * tensor.element_size()
+    return 0 if elements == 1 else elements * element_bytes(tensor)
 
 
 def numel(value: Any) -> int:

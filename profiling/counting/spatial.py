@@ -24,6 +24,7 @@ from math import ceil, floor, prod
 
 import torch
 
+from ..stages.byte_view import element_bytes
 from .registry import OpCost, is_float, register_formula, tensor_bytes
 
 aten = torch.ops.aten
@@ -116,7 +117,7 @@ _GRID_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
 
 
 def _sampled_read(source: torch.Tensor, samples: int, others) -> int:
-    read = min(tensor_bytes(source), samples * source.element_size())
+    read = min(tensor_bytes(source), samples * element_bytes(source))
     return read + sum(tensor_bytes(t) for t in others)
 
 

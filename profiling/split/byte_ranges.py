@@ -17,6 +17,8 @@ from typing import Iterable
 import numpy as np
 import torch
 
+from ..stages.byte_view import element_bytes
+
 __all__ = ["ByteRanges", "view_ranges", "merge_ranges", "subtract_ranges", "ranges_size",
            "EMPTY", "MAX_RUNS"]
 
@@ -49,7 +51,7 @@ def view_ranges(tensor: torch.Tensor) -> ByteRanges:
     """The byte ranges of its storage that ``tensor`` reaches (any device, meta included)."""
     if tensor.numel() == 0:
         return EMPTY
-    itemsize = tensor.element_size()
+    itemsize = element_bytes(tensor)
     first = tensor.storage_offset()
     if tensor.is_contiguous():
         return (np.array([first * itemsize], np.int64),

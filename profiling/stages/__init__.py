@@ -17,6 +17,7 @@ _EXPORTS = {
     "FreshInputs": "guards", "fresh_copy": "guards", "BufferGuard": "guards",
     "check_mode": "guards",
     "check_collectors_argument": "guards",
+    "element_bytes": "byte_view", "int8_view": "byte_view",
 }
 
 __all__ = list(_EXPORTS)

@@ -18,6 +18,8 @@ from typing import Any, Iterator, Optional, Union
 
 import torch
 
+from .byte_view import element_bytes
+
 __all__ = ["TensorLeaf", "PayloadGroup", "PayloadNode", "walk_payload", "iter_leaves",
            "iter_tensors", "payload_bytes", "format_shape", "device_type_of"]
 
@@ -93,7 +95,7 @@ def _container(value: Any, depth: int, seen: set[int]) -> tuple[Optional[str], l
 def _walk(value: Any, depth: int, seen: set[int]) -> Optional[PayloadNode]:
     if isinstance(value, torch.Tensor):
         return TensorLeaf(tuple(value.shape), value.dtype, str(value.device),
-                          value.numel() * value.element_size())
+                          value.numel() * element_bytes(value))
     kind, pairs = _container(value, depth, seen)
     seen = seen | {id(value)}
     if kind is None:

@@ -223,7 +223,8 @@ class ProfileJob:
         repeats = self.repeats if repeats is None else repeats
         cfg, deployment = self.cfg, self.deployment
         try:
-            with deployment.running(self.device, str(cfg.model.name)):
+            with deployment.running(self.device, str(cfg.model.name)), \
+                    deployment.byte_view(self.device, self.model):
                 if deployment.runtime != "torch":
                     profiled, runtime_notes, files = profile_in_runtime(
                         cfg, deployment, self.model, self.inputs, collectors=collectors,
