@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+import zoo
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
 _MARK = re.compile(r"<!--\s*docs:\s*(not run|run as written)\s*(?:\((.*)\))?\s*-->")
@@ -114,7 +116,22 @@ def _check_transcript(block: Block, monkeypatch, capsys, where: str) -> None:
                        for o in output.splitlines()), f"{where}: {command!r} printed {output!r}"
 
 
+def _forget_registrations(monkeypatch) -> None:
+    """What an example registers (a model, a collector, a count formula) is forgotten after its
+    file, so that the other tests see the registries as the packages fill them."""
+    import profiling.collectors.registry as collectors
+    import profiling.counting.registry as formulas
+    import zoo.registry as models
+
+    zoo.list_models()  # the zoo's own models are registered before the copy
+    for module, names in ((models, ("_BUILDERS", "_REGISTRATIONS")),
+                          (collectors, ("_COLLECTORS", "_ALIASES")), (formulas, ("_FORMULAS",))):
+        for name in names:
+            monkeypatch.setattr(module, name, dict(getattr(module, name)))
+
+
 def _run_file(path: Path, tmp_path: Path, monkeypatch, capsys) -> list[str]:
+    _forget_registrations(monkeypatch)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "zoo").symlink_to(ROOT / "zoo")  # paths such as zoo/data/sample/... resolve
     namespace: dict = {"__name__": "__docs__"}
