@@ -27,7 +27,7 @@ from profiling.runner import compile_model, compile_report, cxx_compiler
 from .errors import ConfigError
 from .options import SCHEMA, check_value
 
-__all__ = ["Deployment", "DTYPES", "TF32_NOTE", "roofline_dtype", "uses_tf32"]
+__all__ = ["Deployment", "DTYPES", "TF32_NOTE", "BF16_EMULATED_NOTE", "cpu_has_native_bf16", "roofline_dtype", "uses_tf32"]
 
 #: ``run.dtype`` names and their torch types.
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -155,11 +155,20 @@ class Deployment:
             return int8_view(model)
         return nullcontext()
 
-    def notes(self, model: torch.nn.Module) -> list[str]:
+    def warnings(self, device: torch.device) -> list[str]:
+        """What the user should know before the run: ``bfloat16`` on a CPU without native
+        bfloat16 instructions is emulated, slower than float32 there."""
+        if self.dtype == "bfloat16" and device.type == "cpu" and cpu_has_native_bf16() is False:
+            return [BF16_EMULATED_NOTE]
+        return []
+
+    def notes(self, model: torch.nn.Module, device: Optional[torch.device] = None
+              ) -> list[str]:
         """What the run's notes say about the deployment (nothing for a float32 eager run)."""
         if self.is_default:
             return []
-        notes = [f"as deployed: {self.describe()}"]
+        notes = [f"as deployed: {self.describe()}",
+                 *(self.warnings(device) if device is not None else [])]
         parts = model.float32_parts() if hasattr(model, "float32_parts") else {}
         if self.dtype in ("float16", "bfloat16") and parts:
             notes.append("kept in float32: " + "; ".join(f"{stage}: {what}"
@@ -199,6 +208,27 @@ class Deployment:
         if self.compile:
             entry.update(compile_report().as_dict())
         return entry
+
+
+#: What a bfloat16 run on a CPU without native bfloat16 says before it starts.
+BF16_EMULATED_NOTE = ("run.dtype=bfloat16: this CPU has no native bfloat16 instructions "
+                      "(avx512_bf16, amx_bf16 or Arm's bf16), so bfloat16 is emulated and will "
+                      "be slower than float32 here; its times do not predict a CPU that has them")
+
+
+def cpu_has_native_bf16() -> Optional[bool]:
+    """Whether this CPU computes bfloat16 natively (x86's ``avx512_bf16`` or ``amx_bf16``,
+    Arm's ``bf16``), from ``/proc/cpuinfo``'s flags; ``None`` where they cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            flags = {word for line in cpuinfo
+                     if line.lower().startswith(("flags", "features"))
+                     for word in line.partition(":")[2].split()}
+    except OSError:
+        return None
+    if not flags:
+        return None
+    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
 
 
 #: What a CUDA run's notes say when float32 work runs on TF32 tensor cores.

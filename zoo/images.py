@@ -156,7 +156,24 @@ def image_inputs(model: Any, images: Any, *, batch: int, size: Sequence[int],
     reuse = f" (the {len(available)} frame(s) reused in order)" if needed > len(available) else ""
     notes = [f"input.images: {needed} frame(s) for {batch} {kind} item(s){reuse}: "
              f"{', '.join(_shown(source) for source in used)}", _rule(model, size)]
-    return inputs, notes
+    resized = _resized_note(chosen, size)
+    return inputs, notes + ([resized] if resized else [])
+
+
+def _resized_note(frames: Sequence[Any], size: Sequence[int]) -> Optional[str]:
+    """A line naming the frames of another size than ``size`` and how to keep their size."""
+    other = {}
+    for frame in frames:
+        have = tuple(int(n) for n in frame.pixels.shape[-2:])
+        if have != tuple(size):
+            other.setdefault(_shown(frame.source), have)
+    if not other:
+        return None
+    source, (height, width) = next(iter(other.items()))
+    more = f" and {len(other) - 1} more" if len(other) > 1 else ""
+    return (f"input.images: {source} ({height}x{width}){more} resized and centre-cropped to "
+            f"{size[0]}x{size[1]}, the model's input size; to keep an image's size, give it "
+            f"as input.size=[{height},{width}] (input.pad=true if the model needs a multiple)")
 
 
 def _shown(source: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -273,6 +274,9 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     end (see :func:`profiling.reports.write_files`).
     """
     job = prepare_job(cfg)
+    if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
+        for warning in job.deployment.warnings(job.device):
+            print(f"note: {warning}", flush=True)
     with ForwardProgress(str(cfg.model.name)) as progress:
         result = job.profile(progress=progress)
     return write_job(job, result, run_dir, print_summary=print_summary)
@@ -283,7 +287,7 @@ def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path],
     """Write the run folder of ``job``'s ``result`` into ``run_dir`` and print its summary
     (unless ``summary=false`` or ``print_summary=False``)."""
     cfg, model, device, deployment = job.cfg, job.model, job.device, job.deployment
-    notes = [*job.notes, *deployment.notes(model)]
+    notes = [*job.notes, *deployment.notes(model, device)]
     dtype = roofline_dtype(cfg, device.type)
     if dtype == "tf32" and (cfg.get("roofline") or {}).get("dtype") is None:
         notes.append(TF32_NOTE)
@@ -303,6 +307,7 @@ def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path],
                   "checkpoint": getattr(model, "checkpoint_file", None),
                   "deployment": job.deployed})
     files.update(extra_files)
+    run_dir = Path(run_dir)
     paths = write_folder(run_dir, files, overwrite=bool(cfg.run.get("overwrite", False)))
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
         print(format_summary(result.stages, times=repeat_table(result.timed),
@@ -315,6 +320,9 @@ def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path],
             print(f"note: no FLOP formula for {len(result.uncounted)} operator(s), listed in "
                   f"meta.json under uncounted_ops: {', '.join(sorted(result.uncounted))}")
         print(f"run directory: {Path(run_dir).resolve()}")
+        print(textwrap.fill("files written: " + ", ".join(
+            str(path.relative_to(run_dir)) for path in paths), 119,
+            subsequent_indent="  ", break_on_hyphens=False))
         if noise_line(result.noise):
             print(noise_line(result.noise))
     return RunFolder(result, Path(run_dir), paths, notes)

@@ -126,6 +126,18 @@ def _staged(arguments: list[str], staged: Optional[tuple[Path, Path]]) -> list[s
             f"hydra.sweep.dir={staged[1]}" for a in arguments]
 
 
+def _echo_options(arguments: Sequence[str]) -> None:
+    """Print the options that differ from the defaults, before the run (not for a sweep, whose
+    summary table names each job's options, nor with ``summary=false``)."""
+    if any(a in ("-m", "--multirun") for a in arguments) or \
+            hydra_value(arguments, "summary") in ("false", "False"):
+        return
+    from .changed_options import options_line
+
+    print(options_line([a for a in arguments if "=" in a and not a.startswith("-")
+                        or a.startswith("~")]), flush=True)
+
+
 def _main() -> None:
     import hydra
 
@@ -139,6 +151,7 @@ def _main() -> None:
             raise ConfigError(problem)
         _check_launcher(arguments)
         staged = _check_output_folders(arguments)
+        _echo_options(arguments)
     else:
         staged = None
     from hydra.core.global_hydra import GlobalHydra

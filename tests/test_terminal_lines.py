@@ -1,0 +1,63 @@
+"""The lines zoo.profile prints around its table (issue 25 §4): the options that differ from
+the defaults at the top, the files written at the end, a resized image, emulated bfloat16."""
+
+from __future__ import annotations
+
+import torch
+
+import zoo.deploy
+from tests.cli_runner import run_main
+from zoo.deploy import BF16_EMULATED_NOTE, Deployment
+from zoo.profile import main as profile_main
+from zoo.tools.changed_options import changed_options, options_line
+
+
+def test_only_options_that_differ_from_the_defaults_are_echoed():
+    # device=cpu is the default choice, stage_depth 1 swiftnet's default, warmup 1 the run's
+    given = ["model=swiftnet", "device=cpu", "model.stage_depth=1", "input.size=[64,64]",
+             "run.warmup=1", "run.repeats=7", "hydra.run.dir=/tmp/elsewhere"]
+    assert changed_options(given) == ["model=swiftnet", "input.size=[64,64]", "run.repeats=7"]
+    assert options_line([]) == "options: all the defaults (python -m zoo.profile --help lists them)"
+
+
+def test_a_profile_echoes_its_options_lists_its_files_and_says_an_image_was_resized(
+        tmp_path, capsys, monkeypatch):
+    run = tmp_path / "run"
+    outcome = run_main(profile_main, ["model=swiftnet", "device=meta", "input.size=[64,64]",
+                                      "input.images=sample", f"hydra.run.dir={run}"],
+                       capsys, monkeypatch)
+    assert outcome.code == 0, outcome.stderr
+    lines = outcome.stdout.splitlines()
+    assert lines[0] == ("options: model=swiftnet device=meta input.size=[64,64] "
+                        "input.images=sample (the rest are the defaults)")
+    written = outcome.stdout.split("files written: ")[1].split("\n")[0]
+    assert written.split(", ") == ["layers.csv", "layers.txt", "modules.csv", "modules.txt",
+                                   "stages.csv", "payload.log", "meta.json"]
+    assert sorted(p.name for p in run.iterdir()) == sorted([".stagezoo", *written.split(", ")])
+    # SwiftNet's sample is coffee.jpg, 400x600 (H x W)
+    assert ("note: input.images: sample/coffee.jpg (400x600) resized and centre-cropped to "
+            "64x64, the model's input size; to keep an image's size, give it as "
+            "input.size=[400,600] (input.pad=true if the model needs a multiple)") in lines
+
+
+def test_bfloat16_on_a_cpu_without_it_says_it_will_be_slower(monkeypatch):
+    bf16 = Deployment(dtype="bfloat16")
+    monkeypatch.setattr(zoo.deploy, "cpu_has_native_bf16", lambda: False)
+    assert bf16.warnings(torch.device("cpu")) == [BF16_EMULATED_NOTE]
+    assert "will be slower than float32 here" in BF16_EMULATED_NOTE
+    assert bf16.warnings(torch.device("meta")) == []
+    assert Deployment().warnings(torch.device("cpu")) == []
+    monkeypatch.setattr(zoo.deploy, "cpu_has_native_bf16", lambda: True)
+    assert bf16.warnings(torch.device("cpu")) == []
+
+
+def test_the_bfloat16_line_comes_before_the_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(zoo.deploy, "cpu_has_native_bf16", lambda: False)
+    outcome = run_main(profile_main, ["model=swiftnet", "input.size=[64,64]", "run.warmup=0",
+                                      "run.repeats=1", "run.dtype=bfloat16",
+                                      f"hydra.run.dir={tmp_path / 'run'}"],
+                       capsys, monkeypatch)
+    assert outcome.code == 0, outcome.stderr
+    lines = outcome.stdout.splitlines()
+    assert lines[1] == f"note: {BF16_EMULATED_NOTE}"
+    assert lines[2].startswith("stage ")

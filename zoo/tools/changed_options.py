@@ -1,0 +1,68 @@
+"""The options of a run that differ from the defaults, echoed at the top of ``zoo.profile``.
+
+A config group chosen on the command line (``model=swiftnet``) is shown when it is not the
+default choice; every other option is shown when its value differs from what the chosen groups
+give it (so ``model.stage_depth=1`` with the model's default of 1 is not shown, and the options
+an experiment sets are summed up by ``experiment=NAME``). ``hydra.*`` options are not the run's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from omegaconf import OmegaConf
+
+from .cli import _GROUPS, compose_config
+
+__all__ = ["changed_options", "options_line"]
+
+_REMOVED = object()
+
+
+def _leaves(node: Any, prefix: str = "") -> dict[str, Any]:
+    """Every leaf of a plain config tree by its dotted key."""
+    if isinstance(node, dict):
+        leaves: dict[str, Any] = {}
+        for key, value in node.items():
+            leaves.update(_leaves(value, f"{prefix}{key}."))
+        return leaves
+    return {prefix.rstrip("."): node}
+
+
+def _plain(cfg: Any) -> dict[str, Any]:
+    tree = OmegaConf.to_container(cfg, resolve=False)
+    tree.pop("hydra", None)
+    return _leaves(tree)
+
+
+def _text(value: Any) -> str:
+    """A value as it is written on the command line."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"))
+
+
+def changed_options(overrides: Sequence[str]) -> list[str]:
+    """The command-line overrides ``overrides`` as the options they change, ``key=value``, in
+    the config's order (the group choices first)."""
+    group = [o for o in overrides if o.split("=", 1)[0].lstrip("+") in _GROUPS]
+    default_choices = compose_config([], hydra=True).hydra.runtime.choices
+    shown = []
+    for override in group:
+        name, _, value = override.partition("=")
+        if value != str(default_choices.get(name.lstrip("+"))):
+            shown.append(f"{name.lstrip('+')}={value}")
+    base, given = _plain(compose_config(group)), _plain(compose_config(list(overrides)))
+    shown += [f"{key}={_text(value)}" for key, value in given.items()
+              if base.get(key, _REMOVED) != value]
+    shown += [f"~{key}" for key in base if key not in given]
+    return shown
+
+
+def options_line(overrides: Sequence[str]) -> str:
+    """``options: model=swiftnet input.size=[64,64] (the rest are the defaults)``."""
+    changed = changed_options(overrides)
+    if not changed:
+        return "options: all the defaults (python -m zoo.profile --help lists them)"
+    return f"options: {' '.join(changed)} (the rest are the defaults)"
