@@ -98,6 +98,16 @@ def test_the_comparison_holds_and_shows_the_metric(runs):
         "2.00 (+100%)")
 
 
+def test_the_plots_draw_the_metric(runs):
+    pytest.importorskip("matplotlib")
+    from profiling.reports import render_plots
+
+    result = runs[0]
+    plots, _ = render_plots(result.stages, metrics=result.metrics)
+    png = plots["plots/input_tensors.png"]
+    assert png.startswith(b"\x89PNG")
+
+
 def test_every_built_in_metric_is_declared_with_a_unit_and_its_repeats():
     """The built-in collectors declare their metrics (a bare name would get defaults), and
     a timed collector's metrics are the repeated ones."""

@@ -23,11 +23,12 @@ from matplotlib.figure import Figure
 
 from ..counting.roofline import stage_points
 from ..statistics.aggregate import time_column
+from .summary import extra_metrics
 
 if TYPE_CHECKING:
     from ..counting.roofline import Ceilings
 
-__all__ = ["render_plots", "plot_stage_times", "plot_payload", "plot_memory", "plot_roofline",
+__all__ = ["render_plots", "plot_metric", "plot_stage_times", "plot_payload", "plot_memory", "plot_roofline",
            "plot_layers", "plot_split_latency"]
 
 #: the torchstat table's columns ``plot_layers`` draws, their axis labels and scales (its
@@ -365,13 +366,36 @@ def plot_layers(layers: pd.DataFrame) -> Optional[bytes]:
     return _png(figure)
 
 
+def plot_metric(stages: pd.DataFrame, metric: Any, max_depth: int = 1) -> bytes:
+    """Bars of a declared metric (:class:`~profiling.collectors.Metric`) for each stage call in
+    forward order, coloured by nesting depth, labelled with its label, unit and scale."""
+    rows = _stage_rows(stages, max_depth)
+    values = pd.to_numeric(rows[metric.column], errors="coerce").to_numpy(float) * metric.scale
+    figure = Figure(figsize=(max(6.0, 0.28 * len(rows) + 2), 5))
+    axes = figure.subplots()
+    x = np.arange(len(rows))
+    depths = rows["depth"].astype(int).to_numpy()
+    for depth in sorted(set(depths)):
+        chosen = depths == depth
+        axes.bar(x[chosen], values[chosen], color=f"C{depth}", label=f"depth {depth}")
+    axes.set_xticks(x, _call_labels(rows), rotation=90, fontsize=7)
+    scale = "" if metric.scale == 1 else f" x {metric.scale:g}"
+    axes.set_ylabel(f"{metric.label} ({metric.unit or 'no unit'}{scale})")
+    axes.set_title(f"{metric.label}: {metric.description or metric} (colour: nesting depth)")
+    _legend_outside(axes)
+    axes.grid(axis="y", alpha=0.3)
+    return _png(figure)
+
+
 def render_plots(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
-                 dtype: str = "float32", layers: Optional[pd.DataFrame] = None
-                 ) -> tuple[dict[str, bytes], list[str]]:
+                 dtype: str = "float32", layers: Optional[pd.DataFrame] = None,
+                 metrics: Sequence[Any] = ()) -> tuple[dict[str, bytes], list[str]]:
     """The plots of one run as ``{"plots/NAME.png": bytes}``, and notes on those left out.
 
     The roofline's roof is drawn for ``ceilings`` (and ``dtype``) when given; ``layers`` (the
-    torchstat table of a run that counted operations) adds ``layers.png``.
+    torchstat table of a run that counted operations) adds ``layers.png``. Each declared
+    headline metric of ``metrics`` that no plot above shows gets ``plots/NAME.png`` of its own
+    (:func:`plot_metric`).
     """
     plots, notes = {}, []
     made = {"time": plot_stage_times(stages), "payload": plot_payload(stages),
@@ -387,4 +411,6 @@ def render_plots(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
             notes.append(f"no {name} plot: {reasons[name]}")
         else:
             plots[f"plots/{name}.png"] = png
+    for metric in extra_metrics(metrics, stages.columns):
+        plots[f"plots/{metric}.png"] = plot_metric(stages, metric)
     return plots, notes

@@ -70,7 +70,7 @@ def _plots(result: ProfileResult, ceilings: Optional[Ceilings], dtype: str,
     require_extra("matplotlib", "plots", "plots")
     from .plots import render_plots
 
-    return render_plots(result.stages, ceilings, dtype, layers)
+    return render_plots(result.stages, ceilings, dtype, layers, result.metrics)
 
 
 def run_files(result: ProfileResult, model: Optional[torch.nn.Module] = None, *,

@@ -53,7 +53,7 @@ def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[lis
     layers = pd.read_csv(layers_path) if layers_path.is_file() else None
     plots, notes = render_plots(record.stages, _ceilings(ceilings or roofline.get("ceilings"),
                                                          explicit=bool(ceilings)),
-                                str(roofline.get("dtype") or "float32"), layers)
+                                str(roofline.get("dtype") or "float32"), layers, record.metrics)
     return write_files(directory, plots), notes
 
 
