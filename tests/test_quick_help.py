@@ -43,3 +43,13 @@ def test_the_command_is_recorded_as_typed(monkeypatch):
     main.__spec__ = type("Spec", (), {"name": "zoo.profile"})()
     monkeypatch.setitem(sys.modules, "__main__", main)
     assert typed_command() == "python -m zoo.profile model=gmflow 'input.size=[64,96]'"
+
+
+def test_help_names_the_models_model_arch_and_the_other_tools():
+    _, done = _imported_modules("--help")
+    lines = done.stdout.splitlines()
+    assert ("model: faster_rcnn, gmflow, gmflow_refine, gmflow_unet, swiftnet, swin_unet, timm, "
+            "torchvision") in lines
+    assert "  model=torchvision model.arch=NAME, model=timm model.arch=NAME" in lines
+    assert ("Other tools (stagezoo TOOL --help, or python -m zoo.TOOL --help): split, compare, "
+            "collect, plot, calibrate, report.") in lines

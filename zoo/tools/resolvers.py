@@ -6,7 +6,7 @@ import datetime
 import secrets
 from typing import Any
 
-__all__ = ["register_resolvers", "run_stamp", "model_label"]
+__all__ = ["register_resolvers", "run_stamp", "model_label", "other_tools"]
 
 
 _ISSUED: set[str] = set()
@@ -29,11 +29,20 @@ def model_label(name: Any, arch: Any = None) -> str:
     return f"{name}-{arch}".replace("/", "_") if arch else str(name)
 
 
+def other_tools() -> str:
+    """The command-line tools besides ``profile``, for ``--help``: ``split, compare, ...``."""
+    from ..__main__ import TOOLS
+
+    return ", ".join(name for name in TOOLS if name != "profile")
+
+
 def register_resolvers() -> None:
-    """Register ``${zoo.stamp:}`` (cached per config, so one run keeps one name) and
-    ``${zoo.label:NAME,ARCH}`` once per process."""
+    """Register ``${zoo.stamp:}`` (cached per config, so one run keeps one name),
+    ``${zoo.label:NAME,ARCH}`` and ``${zoo.tools:}`` once per process."""
     from omegaconf import OmegaConf
 
+    if not OmegaConf.has_resolver("zoo.tools"):
+        OmegaConf.register_new_resolver("zoo.tools", other_tools)
     if not OmegaConf.has_resolver("zoo.stamp"):
         OmegaConf.register_new_resolver("zoo.stamp", run_stamp, use_cache=True)
     if not OmegaConf.has_resolver("zoo.label"):
