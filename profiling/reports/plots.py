@@ -28,8 +28,8 @@ from .summary import extra_metrics
 if TYPE_CHECKING:
     from ..counting.roofline import Ceilings
 
-__all__ = ["render_plots", "plot_metric", "plot_stage_times", "plot_payload", "plot_memory", "plot_roofline",
-           "plot_layers", "plot_split_latency"]
+__all__ = ["render_plots", "plot_metric", "plot_stage_times", "plot_payload", "plot_memory",
+           "plot_roofline", "plot_layers", "plot_split_latency"]
 
 #: the torchstat table's columns ``plot_layers`` draws, their axis labels and scales (its
 #: memory(MB) is MiB: shown in MB, 1e6 bytes, as everywhere else).
