@@ -3,6 +3,7 @@ biases int32, counts unchanged (seed 002's memory-access formula)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -56,3 +57,31 @@ def test_device_meta_int8_run_gives_the_view_and_torch_int8_elsewhere_is_refused
     assert one.loc["encoder", "macs"] == four.loc["encoder", "macs"]
     with pytest.raises(ConfigError, match="device=meta for the analytical int8 view"):
         run_profile(compose_config([*base, "device=cpu", "run.dtype=int8"]), tmp_path / "c")
+
+
+def test_npu_presets_give_int8_ceilings_with_their_data_sheet():
+    from profiling.counting import PRESETS, ceilings
+
+    expected = {"hi3519av100": (1.7e12, 9.6e9), "rk3588": (6e12, 33.8e9),
+                "hailo8": (26e12, 3.94e9), "coral_edge_tpu": (4e12, 0.5e9)}
+    for name, (peak, bandwidth) in expected.items():
+        preset = PRESETS[name]
+        assert (preset.peak("int8"), preset.memory_bandwidth_bytes_per_s) == (peak, bandwidth)
+        assert "int8" in preset.source
+    assert ceilings("Hi3519A") is PRESETS["hi3519av100"]
+    assert PRESETS["jetson_orin_nano"].peak("int8") == 20e12  # the Jetsons have theirs
+
+
+def test_split_estimate_on_an_npu_uses_the_int8_peak_and_one_byte_per_element():
+    from profiling.counting import PRESETS
+    from profiling.split import analyse_cuts, cut_table
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 2)).eval()
+    x = torch.randn(1, 4)
+    with int8_view(model):
+        analysis = analyse_cuts(model, (x,), codecs=(), attach={"a": "0", "b": "1"})
+    table = cut_table(analysis, PRESETS["hi3519av100"], "int8").set_index("cut")
+    # a: addmm 2*4*8 + 8 = 72 ops; reads x 4 + W 32 at one byte, bias 8 at four: 68 B;
+    # writes 8 B. Memory-bound on the Hi3519AV100: 76 B / 9.6 GB/s
+    assert table.loc["a", "device_bytes"] == 68 + 8
+    assert table.loc["a", "device_estimate_ms"] == pytest.approx(76 / 9.6e9 * 1e3)

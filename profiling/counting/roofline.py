@@ -40,6 +40,22 @@ Edge devices (dense figures; the vendors quote INT8 "sparse" TOPS at twice the d
   pipes that each issue one fused multiply-add per cycle, so 2 x 4 lanes x 2 FLOPs = 16 FP32
   FLOPs per cycle and core: 4 x 2.4 GHz x 16 = 153.6 GFLOP/s; FP16 (8 lanes) 307.2 GFLOP/s.
 
+NPUs (int8 only: they run quantised networks; use ``roofline.dtype=int8``, which a run with
+``run.dtype=int8`` takes by default). The bandwidth is what feeds the NPU: the SoC's DRAM, or,
+for an accelerator that keeps the weights on chip, its link to the host:
+
+- ``hi3519av100``: HiSilicon Hi3519A V100 (the seed notes' NPU): its NNIE engine's 1.7 TOPS
+  int8 (HiSilicon Hi3519A V100 product brief). Memory: a 32-bit DDR4 interface; at 2400 MT/s,
+  9.6 GB/s (the bus rate is this preset's assumption: check the board's).
+- ``rk3588``: Rockchip RK3588 data sheet: a three-core NPU of 6 TOPS int8 in all; LPDDR4X at
+  up to 4224 MT/s on four 16-bit channels (64 bits), 33.8 GB/s.
+- ``hailo8``: Hailo-8 AI processor product brief: 26 TOPS int8, weights and activations in
+  on-chip memory (no external DRAM); the host link of the M.2 module is PCIe Gen3 x4, 8 GT/s x
+  4 lanes x 128/130 = 3.94 GB/s.
+- ``coral_edge_tpu``: Coral M.2 Accelerator (Edge TPU) data sheet: 4 TOPS int8, 8 MB of
+  on-chip SRAM for the parameters; host link PCIe Gen2 x1, 0.5 GB/s (the USB Accelerator's
+  USB 3.0 is no faster in practice).
+
 Data types: ``float64`` is the FP64 tensor-core rate where the board has one (the CUDA-core
 rate on V100), ``float32`` the CUDA-core rate (PyTorch's default for matmuls), ``tf32``,
 ``float16``, ``bfloat16``, ``float8`` and ``int8`` (operations per second) the tensor cores'.
@@ -135,6 +151,17 @@ PRESETS: dict[str, Ceilings] = {c.name: c for c in [
     Ceilings("jetson_agx_orin", _tflops(float32=5.3, float16=42.5, bfloat16=42.5, int8=85.0),
              204.8e9, "NVIDIA Jetson AGX Orin technical brief v1.2, 64GB module, dense",
              ("agx_orin",)),
+    Ceilings("hi3519av100", _tflops(int8=1.7), 9.6e9,
+             "HiSilicon Hi3519A V100 product brief (NNIE 1.7 TOPS int8); 32-bit DDR4 at an "
+             "assumed 2400 MT/s", ("hi3519a", "hi3519a_v100")),
+    Ceilings("rk3588", _tflops(int8=6.0), 33.8e9,
+             "Rockchip RK3588 data sheet: NPU 6 TOPS int8, 64-bit LPDDR4X-4224"),
+    Ceilings("hailo8", _tflops(int8=26.0), 3.94e9,
+             "Hailo-8 product brief: 26 TOPS int8, on-chip memory; M.2 host link PCIe Gen3 x4",
+             ("hailo_8",)),
+    Ceilings("coral_edge_tpu", _tflops(int8=4.0), 0.5e9,
+             "Coral M.2 Accelerator data sheet: Edge TPU 4 TOPS int8, 8 MB SRAM; PCIe Gen2 x1",
+             ("edge_tpu", "coral")),
     Ceilings("raspberry_pi5", {"float32": 153.6e9, "float16": 307.2e9},
              17.1e9, "Raspberry Pi 5 product brief; Arm Cortex-A76 optimization guide",
              ("rpi5", "raspberry_pi_5")),

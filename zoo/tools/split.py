@@ -47,7 +47,8 @@ def _parser() -> ArgumentParser:
     parser.add_argument("--device-ceilings", metavar="PRESET",
                         help="estimate the device side as a roofline bound of this preset "
                              "(jetson_orin_nano, jetson_orin_nx, jetson_agx_orin, "
-                             "raspberry_pi5, ...) or ceilings YAML, instead of a device run")
+                             "raspberry_pi5, hi3519av100 with run.dtype=int8, ...) or "
+                             "ceilings YAML, instead of a device run")
     parser.add_argument("--bandwidth", type=float, nargs="+", default=[1.0, 10.0, 100.0],
                         help="link bandwidths in Mbit/s (default: 1 10 100)")
     parser.add_argument("--rtt", type=float, default=20.0,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any, Optional
 
 import pandas as pd
@@ -10,7 +11,7 @@ import torch
 from profiling import MissingExtra, require_extra
 from profiling.counting import Ceilings
 from profiling.split import analyse_cuts, best_cuts, cut_table, encodings_of, split_latency
-from profiling.stages import iter_tensors
+from profiling.stages import int8_view, iter_tensors
 
 from .job import prepare
 
@@ -91,8 +92,12 @@ def analyse(cfg, args, codecs: tuple[str, ...], ceilings: Optional[Ceilings],
     """Run the analysis of ``cfg`` as the parsed ``args`` ask; the files and terminal lines."""
     device = torch.device("meta" if args.meta else "cpu")
     model, inputs, attach, notes = prepare(cfg, device)
-    analysis = analyse_cuts(model, inputs, attach=attach, codecs=() if args.meta else codecs,
-                            depth=args.depth, every_op=args.every_op)
+    # run.dtype=int8: the analytical int8 view (one byte per element, biases int32)
+    view = int8_view(model) if cfg.run.get("dtype") == "int8" else nullcontext()
+    with view:
+        analysis = analyse_cuts(model, inputs, attach=attach,
+                                codecs=() if args.meta else codecs, depth=args.depth,
+                                every_op=args.every_op)
     dtype = str(cfg.get("roofline", {}).get("dtype") or cfg.run.get("dtype") or "float32")
     cuts = cut_table(analysis, ceilings, dtype)
     files: dict[str, Any] = {"cuts.csv": cuts}
