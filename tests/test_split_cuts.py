@@ -16,6 +16,7 @@ from profiling.split.byte_ranges import merge_ranges, ranges_size, subtract_rang
 from profiling.split.encodings import quantise_int8
 from profiling.stages.payload import walk_payload
 from profiling.split.analysis import analyse_cuts, cut_table, pareto_front
+from zoo.tools.split_report import cut_lines, cut_names
 
 X = torch.tensor([[1.0, -2.0, 3.0, 4.0]])  # 16 bytes
 
@@ -152,6 +153,15 @@ def test_every_operator_boundary_and_the_timeline():
     assert len(table) == 1 + 4 + 9 + 1
 
 
+def test_cut_names_keep_their_call_index_and_never_look_alike():
+    long = "backbone.body.layer3.5.downsample_projection_block"
+    # 36 characters: the first 16, "...", the last 17
+    assert cut_names([f"{long}[12]", "input"]) == {
+        f"{long}[12]": "backbone.body.la...jection_block[12]", "input": "input"}
+    alike = [f"model.encoder.stages.{i}.blocks.attention_with_relative_position[1]" for i in (1, 2)]
+    assert cut_names(alike) == {name: name for name in alike}  # shortened, both read the same
+
+
 def test_pareto_front_by_hand():
     front = pareto_front([0, 1, 2, 3, 3], [5, 6, 2, 2, 1])
     assert front.tolist() == [True, False, True, False, True]
@@ -160,8 +170,13 @@ def test_pareto_front_by_hand():
 
 def test_min_cut_and_front_marks():
     table = cut_table(analyse_cuts(Toy().eval(), (X,), codecs=(), depth=2))
-    # the fewest bytes inside the forward: 8 after 'second' (the output's 8 does not count)
-    assert table.loc[table["min_cut"], "cut"].tolist() == ["second"]
+    # the fewest bytes with work on both sides: 32 after first.0 (the first of three equals);
+    # 'second' sends 8 but comes after every counted operator, so it is the output
+    assert table.loc[table["min_cut"], "cut"].tolist() == ["first.0"]
+    lines = cut_lines(table, None)
+    assert lines[2].startswith("first.0 module") and lines[2].endswith("* ")
+    assert lines[-1] == ("the network's output (8 bytes) is no larger than any cut inside it: "
+                         "the whole forward on the device sends the fewest bytes")
     # device FLOPs: linear 4->8: 2*32 + 8 = 72; relu 8; linear 8->2: 2*16 + 2 = 34
     assert table["device_flops"].tolist() == [0, 72, 80, 80, 114, 114]
     assert table.loc[table["pareto"], "cut"].tolist() == ["input", "second", "output"]

@@ -27,6 +27,7 @@ from ..statistics.noise import loaded_reason, unreliable_reasons
 from ..statistics.intervals import (RATIO_CI_METHOD, coefficient_of_variation, is_significant,
                           ratio_interval)
 from ..statistics.paired import AB_MIN_CHANGE, AB_RULE, paired_significance
+from .labels import shorten
 from .numbers import significant
 from .repeats import read_times
 from .runs import RunRecord, flatten_config, forward_median
@@ -201,10 +202,7 @@ def _label(stage: str, depth: Any, call_index: Any) -> str:
     """The indented stage name with its call index, shortened in its middle to fit."""
     indent = "  " * int(depth if pd.notna(depth) else 0)
     name = stage + (f"[{int(call_index)}]" if call_index else "")
-    room = LABEL - 1 - len(indent)
-    if len(name) > room:
-        name = name[:room // 2 - 1] + "..." + name[-(room - room // 2 - 2):]
-    return indent + name
+    return indent + shorten(name, LABEL - 1 - len(indent))
 
 
 def _transition(first: float, second: float, scale: float) -> str:

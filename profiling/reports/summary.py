@@ -23,6 +23,7 @@ from ..statistics.aggregate import first_column, stage_time_sums, time_column
 from ..statistics.coverage import OTHER, coverage_line
 from ..stages.payload import payload_bytes, walk_payload
 from ..statistics.intervals import CONFIDENCE, median_interval, median_interval_coverage
+from .labels import shorten
 from .numbers import significant
 
 __all__ = ["format_summary", "RunTotals", "run_totals", "WIDE_INTERVAL", "OWN_METRICS",
@@ -213,11 +214,7 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
 def _label(name: str, depth: int) -> str:
     """The indented stage name, shortened in its middle (never at its end, which tells
     repeated blocks apart) to fit 40 characters."""
-    label = "  " * depth + name
-    if len(label) <= 40:
-        return label
-    keep = 40 - 2 * depth - 3
-    return "  " * depth + name[:keep // 2] + "..." + name[-(keep - keep // 2):]
+    return "  " * depth + shorten(name, 40 - 2 * depth)
 
 
 def _total_lines(totals: RunTotals, time: bool, share: bool, flops: bool, memory: bool

@@ -182,8 +182,9 @@ def cut_table(analysis: Union[SplitAnalysis, Sequence[Cut]],
     ``device_flops`` and ``device_bytes`` (FLOPs and bytes read and written by the operators
     before the cut), ``top_index`` and ``top_fraction`` (the top-level stage call the cut is
     in or follows, and the share of its FLOPs done before the cut; used to apportion stage
-    times), ``min_cut`` (the fewest raw bytes of the cuts strictly inside the forward, the
-    first if several) and ``pareto`` (on the front of raw bytes against device FLOPs). With
+    times), ``min_cut`` (the fewest raw bytes of the cuts strictly inside the forward: work done
+    on both sides, so neither the trivial ends nor a cut after every counted operator, which
+    is the output; the first if several) and ``pareto`` (on the front of raw bytes against device FLOPs). With
     ``ceilings``, also ``device_estimate_ms``: the roofline bound of the device side, summed
     over the operators before the cut (see :func:`~profiling.counting.roofline_seconds`).
     """
@@ -217,7 +218,8 @@ def cut_table(analysis: Union[SplitAnalysis, Sequence[Cut]],
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    inside = table["kind"].isin(["input", "output"]) == False  # noqa: E712
+    inside = ~table["kind"].isin(["input", "output"]) & (table["device_flops"] > 0) \
+        & (table["device_flops"] < int(flops[-1]))
     table["min_cut"] = False
     if inside.any():
         table.loc[table.loc[inside, "raw_bytes"].idxmin(), "min_cut"] = True

@@ -3,26 +3,39 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import pandas as pd
 import torch
 
 from profiling import MissingExtra, require_extra
 from profiling.counting import Ceilings
+from profiling.reports import shorten
 from profiling.split import analyse_cuts, best_cuts, cut_table, encodings_of, split_latency
 from profiling.stages import int8_view, iter_tensors
 
 from .job import prepare
 
-__all__ = ["analyse", "cut_lines", "best_lines"]
+__all__ = ["analyse", "cut_lines", "best_lines", "cut_names"]
 
+#: The widest cut name the terminal shows before shortening it in its middle.
+_NAME_WIDTH = 36
 #: With more candidates than this, the terminal lists only the stage cuts and marked ones.
 _MAX_PRINTED = 120
 
 
 def _megabytes(value: Any, width: int) -> str:
     return f"{value / 1e6:>{width}.3f}" if pd.notna(value) else f"{'-':>{width}}"
+
+
+def cut_names(names: Sequence[str], widest: int = _NAME_WIDTH) -> dict[str, str]:
+    """Each cut's name as the terminal shows it: whole where it fits ``widest`` characters,
+    else shortened in its middle (its call index stays), and whole again wherever shortening
+    would make two cuts look alike."""
+    shown = {name: shorten(name, widest) for name in names}
+    if len(set(shown.values())) < len(shown):
+        return {name: name for name in names}
+    return shown
 
 
 def cut_lines(cuts: pd.DataFrame, latency: Optional[pd.DataFrame]) -> list[str]:
@@ -34,14 +47,16 @@ def cut_lines(cuts: pd.DataFrame, latency: Optional[pd.DataFrame]) -> list[str]:
         shown = cuts[~cuts["kind"].isin(["op", "module"]) | cuts["pareto"] | cuts["min_cut"]]
     times = latency.drop_duplicates("cut").set_index("cut") if latency is not None else None
     widths = {e: max(11, len(e) + 5) for e in encodings}
-    header = (f"{'cut':<36}{'kind':<8}{'tensors':>8}" + "".join(f"{e + ' MB':>{widths[e]}}"
+    names = cut_names(list(shown["cut"]))
+    width = max(map(len, names.values()), default=3) + 1
+    header = (f"{'cut':<{width}}{'kind':<8}{'tensors':>8}" + "".join(f"{e + ' MB':>{widths[e]}}"
                                                     for e in encodings)
               + f"{'dev GFLOP':>11}  " + (f"{'device ms':>10}{'server ms':>10}"
                                           if times is not None else ""))
     lines = [header]
     for _, row in shown.iterrows():
         marks = ("*" if row["min_cut"] else " ") + ("P" if row["pareto"] else " ")
-        line = (f"{row['cut'][:35]:<36}{row['kind']:<8}{row['tensors']:>8}"
+        line = (f"{names[row['cut']]:<{width}}{row['kind']:<8}{row['tensors']:>8}"
                 + "".join(_megabytes(row[f"{e}_bytes"], widths[e]) for e in encodings)
                 + f"{row['device_flops'] / 1e9:>11.3f}{marks}")
         if times is not None and row["cut"] in times.index:
@@ -50,19 +65,34 @@ def cut_lines(cuts: pd.DataFrame, latency: Optional[pd.DataFrame]) -> list[str]:
         lines.append(line)
     if len(shown) < len(cuts):
         lines.append(f"({len(cuts) - len(shown)} more candidates in cuts.csv)")
-    lines.append("* fewest bytes inside the forward; P: Pareto front of raw bytes against the "
-                 "FLOPs done on the device")
-    return lines
+    lines += ["* fewest bytes inside the forward (work done on both sides)",
+              "P: Pareto front of raw bytes against the FLOPs done on the device"]
+    output = _output_note(cuts)
+    return lines + ([output] if output else [])
+
+
+def _output_note(cuts: pd.DataFrame) -> Optional[str]:
+    """Why the fewest bytes are the network's output, where they are: no cut inside sends
+    fewer, so the whole forward on the device sends the least."""
+    output = cuts[cuts["kind"] == "output"]["raw_bytes"]
+    inside = cuts[cuts["min_cut"]]["raw_bytes"]
+    if output.empty or (not inside.empty and inside.iloc[0] < output.iloc[0]):
+        return None
+    return (f"the network's output ({output.iloc[0]:,} bytes) is no larger than any cut inside "
+            f"it: the whole forward on the device sends the fewest bytes")
 
 
 def best_lines(best: pd.DataFrame) -> list[str]:
     """The terminal table of the best cut per encoding and bandwidth."""
     side = best["device_side"].iloc[0]
+    names = cut_names(list(best["cut"].unique()))
+    width = max(map(len, names.values()), default=3) + 1
     lines = ["", f"best cut per bandwidth (RTT {best['rtt_ms'].iloc[0]:g} ms; device side "
                  f"{side}):",
-             f"{'encoding':<12}{'Mbit/s':>10}  {'cut':<36}{'latency ms':>12}{'sent MB':>10}"]
+             f"{'encoding':<12}{'Mbit/s':>10}  {'cut':<{width}}{'latency ms':>12}{'sent MB':>10}"]
     for _, row in best.iterrows():
-        lines.append(f"{row['encoding']:<12}{row['bandwidth_mbit']:>10g}  {row['cut'][:35]:<36}"
+        lines.append(f"{row['encoding']:<12}{row['bandwidth_mbit']:>10g}  "
+                     f"{names[row['cut']]:<{width}}"
                      f"{row['latency_ms']:>12.2f}{row['bytes'] / 1e6:>10.3f}")
     if side != "measured":
         lines.append("the device side is a roofline bound of the ceilings (max(FLOPs / peak, "
