@@ -5,6 +5,7 @@ The mapping tests need no runtime; the others skip without the ``runtimes`` extr
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from torch import nn
@@ -252,3 +253,40 @@ def test_an_export_is_cached_by_model_options_and_input_shape(monkeypatch, tmp_p
         model.head.bias += 1
     assert key != export_key(model, (x,), attach=ATTACH)  # weights
     assert len(list((tmp_path / "cache").iterdir())) == 1
+
+
+def test_trace_with_a_runtime_is_a_one_line_refusal(tmp_path):
+    from zoo.errors import ConfigError
+    from zoo.tools.cli import compose_config
+    from zoo.tools.job import run_profile
+
+    cfg = compose_config(["model=swiftnet", "input.size=[32,32]", "run.runtime=onnxruntime",
+                          "trace=true"])
+    with pytest.raises(ConfigError, match="trace=true traces the PyTorch forward"):
+        run_profile(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+@needs_onnxruntime
+@pytest.mark.slow
+def test_compare_a_torch_run_with_a_runtime_run(tmp_path, monkeypatch, capsys):
+    from zoo.tools.cli import compose_config
+    from zoo.tools.compare import main
+    from zoo.tools.job import run_profile
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    fast = ["model=torchvision", "model.arch=resnet18", "input.size=[32,32]",
+            "run.warmup=1", "run.repeats=2"]
+    run_profile(compose_config(fast), tmp_path / "torch", print_summary=False)
+    run_profile(compose_config([*fast, "run.runtime=onnxruntime", "run.dtype=int8"]),
+                tmp_path / "ort", print_summary=False)
+    main([str(tmp_path / "torch"), str(tmp_path / "ort"), "--out", str(tmp_path / "cmp.csv")])
+    printed = capsys.readouterr().out
+    assert "run.runtime: torch -> onnxruntime" in printed
+    table = pd.read_csv(tmp_path / "cmp.csv").set_index("stage")
+    assert (table.loc[table["kind"] == "stage", "present"] == "both").all()
+    # layer1 reads [1, 64, 8, 8]: float32 in PyTorch, quantised to one byte per element
+    assert table.loc["layer1", "in_bytes_a"] == 64 * 8 * 8 * 4
+    assert table.loc["layer1", "in_bytes_b"] == 64 * 8 * 8
+    assert table.loc["layer1", "cpu_time_ms_median_a"] > 0
+    assert table.loc["layer1", "cpu_time_ms_median_b"] > 0

@@ -179,7 +179,8 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
                            collectors=reference.collectors, notes=list(reference.notes),
                            noise={})
     return RuntimeProfile(result, deployment, exported, list(outputs or []), run_path,
-                          files=list(dict.fromkeys([exported.path, run_path])))
+                          files=list(dict.fromkeys([exported.path, run_path])),
+                          quantised_model=quantised_model)
 
 
 def _quantise_payload(calls: Sequence[StageCall], paths: Mapping[int, str],

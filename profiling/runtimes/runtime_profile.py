@@ -36,6 +36,7 @@ class RuntimeProfile:
         outputs: the runtime's outputs of the last timed inference, flattened.
         run_file: the file the runtime ran (the quantised one for ONNX Runtime in int8).
         files: every exported or quantised file the run used.
+        quantised_model: NNCF's int8 ``openvino.Model`` (OpenVINO in int8; else ``None``).
     """
 
     result: ProfileResult
@@ -44,6 +45,7 @@ class RuntimeProfile:
     outputs: list[np.ndarray] = field(default_factory=list)
     run_file: Optional[Path] = None
     files: list[Path] = field(default_factory=list)
+    quantised_model: Any = None
 
 
 def call_paths(calls: Sequence[StageCall]) -> dict[int, str]:
