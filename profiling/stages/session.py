@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
-from . import markers as _stages
-from ..collectors.base import Collector
 from ..errors import mark_stage
-from .payload import walk_payload
+from . import markers as _stages
 from .markers import StageCall
+from .payload import walk_payload
+
+if TYPE_CHECKING:  # the stages sit below the collectors, which measure them
+    from ..collectors.base import Collector
 
 __all__ = ["Session"]
 
