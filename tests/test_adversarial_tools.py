@@ -78,7 +78,8 @@ def test_collect_arguments(good_run, tmp_path, argv, expected, capsys, monkeypat
 
 
 @pytest.mark.parametrize("content, expected", [
-    ("name: [broken", "is not a ceilings file"),
+    ("name: [broken", "is not valid YAML (line 1)"),
+    ("name: x\npeak_flops_per_s: 3\n", "is not a ceilings file"),
     ("name: x\npeak_flops_per_s: {float32: 1}\nmemory_bandwidth_bytes_per_s: 0\n",
      "must hold finite values above 0"),
 ])

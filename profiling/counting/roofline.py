@@ -68,7 +68,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -188,24 +188,44 @@ def ceilings_for_device(device_name: str) -> Optional[Ceilings]:
     return None
 
 
+def _is_number(value: Any) -> bool:
+    """A number, or a text that is one (YAML 1.1 reads ``1.0e9`` as a text)."""
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return False
+        return True
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def load_ceilings(name_or_path: Union[str, Path]) -> Ceilings:
     """A preset by name, or the ceilings in a YAML file (as ``python -m zoo.calibrate`` writes)."""
     path = Path(name_or_path)
     if path.suffix.lower() not in (".yaml", ".yml"):
         return ceilings(str(name_or_path))
-    import yaml
+    from ..reports.structured_files import read_yaml
 
     if not path.is_file():
         raise ProfilingError(f"ceilings file not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text())
-        device = Ceilings(str(data["name"]),
-                          {str(k): float(v) for k, v in data["peak_flops_per_s"].items()},
-                          float(data["memory_bandwidth_bytes_per_s"]),
-                          str(data.get("source", "")))
-    except (KeyError, TypeError, AttributeError, ValueError, yaml.YAMLError, OSError):
-        raise ProfilingError(f"{path} is not a ceilings file: it needs name, peak_flops_per_s "
-                             f"({{dtype: FLOP/s}}) and memory_bandwidth_bytes_per_s") from None
+    data = read_yaml(path)
+    needs = ("it needs name, peak_flops_per_s ({dtype: FLOP/s}) and "
+             "memory_bandwidth_bytes_per_s")
+    if not isinstance(data, dict) or not {"name", "peak_flops_per_s",
+                                          "memory_bandwidth_bytes_per_s"} <= set(data):
+        raise ProfilingError(f"{path} is not a ceilings file: {needs}")
+    peaks = data["peak_flops_per_s"]
+    if not isinstance(peaks, dict):
+        raise ProfilingError(f"{path}: peak_flops_per_s must be a mapping {{dtype: FLOP/s}}, "
+                             f"got {type(peaks).__name__}")
+    rates = {"memory_bandwidth_bytes_per_s": data["memory_bandwidth_bytes_per_s"],
+             **{f"peak_flops_per_s.{k}": v for k, v in peaks.items()}}
+    wrong = next((k for k, v in rates.items() if not _is_number(v)), None)
+    if wrong is not None:
+        raise ProfilingError(f"{path}: {wrong} must be a number, got "
+                             f"{type(rates[wrong]).__name__} {rates[wrong]!r:.40}")
+    device = Ceilings(str(data["name"]), {str(k): float(v) for k, v in peaks.items()},
+                      float(data["memory_bandwidth_bytes_per_s"]), str(data.get("source", "")))
     rates = {"memory_bandwidth_bytes_per_s": device.memory_bandwidth_bytes_per_s,
              **{f"peak_flops_per_s.{k}": v for k, v in device.peak_flops_per_s.items()}}
     bad = next((k for k, v in rates.items() if not math.isfinite(v) or v <= 0), None)

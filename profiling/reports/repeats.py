@@ -13,7 +13,8 @@ from typing import Optional, Union
 
 import pandas as pd
 
-from ..errors import ProfilingError
+from .runs import holds_numbers
+from .structured_files import read_table
 
 __all__ = ["TIMES_FILE", "read_times"]
 
@@ -27,13 +28,5 @@ def read_times(directory: Union[str, Path]) -> Optional[pd.DataFrame]:
     path = Path(directory) / TIMES_FILE
     if not path.is_file():
         return None
-    try:
-        times = pd.read_csv(path)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError
-            ) as error:
-        raise ProfilingError(f"{path} is broken ({type(error).__name__}: "
-                             f"{str(error).splitlines()[0]})") from None
-    missing = {"stage", "call_index", "repeat"} - set(times.columns)
-    if missing:
-        raise ProfilingError(f"{path} is broken: it lacks the columns {sorted(missing)}")
+    times = read_table(path, required=("stage", "call_index", "repeat"), numeric=holds_numbers)
     return times

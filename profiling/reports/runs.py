@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..errors import ProfilingError
 from .files import write_file
+from .structured_files import read_json, read_table
 
 __all__ = ["RunRecord", "read_run", "find_runs", "collect_runs", "write_failure",
            "flatten_config", "parse_overrides", "write_table", "forward_median", "ERROR_FILE",
@@ -127,28 +128,47 @@ def read_run(directory: PathLike) -> RunRecord:
         error = f"{failure.get('error_type', 'Error')}: {failure.get('error', '')}"
         return RunRecord(directory, "failed", failure.get("config") or {},
                          parse_overrides(failure.get("overrides") or []), error)
+    for present, absent in ((META_FILE, STAGES_FILE), (STAGES_FILE, META_FILE)):
+        if (directory / present).is_file():
+            raise ProfilingError(f"{directory / absent} is missing: the run folder is partial "
+                                 f"(it holds {present} without {absent})")
     raise ProfilingError(f"{directory} is not a run directory: it holds neither {META_FILE} "
                          f"with {STAGES_FILE} nor {ERROR_FILE}")
 
 
+#: The type each field of ``meta.json`` / ``error.json`` that the tools read must have.
+_FIELD_TYPES = {"config": (dict, "a mapping"), "overrides": (list, "a list"),
+                "forward_ms": (list, "a list of numbers"), "notes": (list, "a list"),
+                "noise": (dict, "a mapping"), "totals": (dict, "a mapping"),
+                "parameters": (int, "an integer"), "device_name": (str, "a text"),
+                "error": (str, "a text"), "error_type": (str, "a text")}
+#: Columns of ``stages.csv`` and ``times.csv`` that hold numbers.
+_NUMBERS = re.compile(r"^(depth|call_index|order|repeat|macs|flops|activations)$|"
+                      r"_(bytes|mb|ms|mean|median|p10|p90|std|low|high|read|written)$")
+
+
+def holds_numbers(column: str) -> bool:
+    """Whether a column of a run's tables holds numbers (counts, bytes, times, memory)."""
+    return bool(_NUMBERS.search(column))
+
+
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ProfilingError(f"{path} is broken ({type(error).__name__}: "
-                             f"{str(error).splitlines()[0]})") from None
+    data = read_json(path)
     if not isinstance(data, dict):
         raise ProfilingError(f"{path} is broken: it holds no JSON object")
+    for name, (kind, words) in _FIELD_TYPES.items():
+        value = data.get(name)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool) or (
+                name == "forward_ms" and not all(isinstance(v, (int, float)) and not
+                                                 isinstance(v, bool) for v in value))):
+            raise ProfilingError(f"{path} is broken: '{name}' must be {words}, got "
+                                 f"{type(value).__name__} {json.dumps(value)[:40]}")
     return data
 
 
 def _read_stages(path: Path) -> pd.DataFrame:
-    try:
-        stages = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise ProfilingError(f"{path} is broken ({type(error).__name__}: "
-                             f"{str(error).splitlines()[0]})") from None
-    if "stage" not in stages.columns or stages.empty:
+    stages = read_table(path, required=("stage",), numeric=holds_numbers)
+    if stages.empty:
         raise ProfilingError(f"{path} is broken: it holds no stage rows")
     return stages.rename(columns=RENAMED_COLUMNS)
 

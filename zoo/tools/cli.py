@@ -293,16 +293,17 @@ def check_overrides(overrides: Sequence[str], config_name: str = "profile") -> O
     model or option, a malformed override, a value of the wrong type) into one line saying what
     is accepted.
     """
-    from ..user_values import check_override, check_yaml_booleans
+    from ..user_values import check_override
+    from .experiment_files import check_experiment_file
 
     try:
         for override in overrides:
             if not override.startswith("-"):
                 check_override(override)
             name, _, value = override.partition("=")
-            if name.lstrip("+") == "experiment" and (CONFIG_DIR / "experiment" /
-                                                     f"{value}.yaml").is_file():
-                check_yaml_booleans(CONFIG_DIR / "experiment" / f"{value}.yaml")
+            for experiment in value.split(",") if name.lstrip("+") == "experiment" else []:
+                if (CONFIG_DIR / "experiment" / f"{experiment}.yaml").is_file():
+                    check_experiment_file(CONFIG_DIR / "experiment" / f"{experiment}.yaml")
     except ConfigError as error:
         return str(error)
     plain = [o for o in overrides if not o.startswith("hydra.") and not o.startswith("-")]

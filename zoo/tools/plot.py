@@ -13,14 +13,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence
 
-import pandas as pd
 
 from profiling import ProfilingError, require_extra
-from profiling.reports import read_run, write_files
+from profiling.reports import read_run, read_table, write_files
 
 from .cli import ArgumentParser, run_tool
 
 __all__ = ["main", "plot_directory"]
+
+#: the columns of layers.csv that layers.png draws (the name, then numbers)
+_LAYER_COLUMNS = ("module name", "params", "memory(MB)", "duration[%]")
 
 
 def _ceilings(name: Optional[str], explicit: bool):
@@ -43,14 +45,18 @@ def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[lis
     from profiling.reports import plot_split_latency, render_plots
 
     if (directory / "latency.csv").is_file():
-        latency = pd.read_csv(directory / "latency.csv")
+        latency = read_table(directory / "latency.csv",
+                             required=("encoding", "bandwidth_mbit", "latency_ms"),
+                             numeric=lambda column: column in ("bandwidth_mbit", "latency_ms"))
         return write_files(directory, {"split_latency.png": plot_split_latency(latency)}), []
     record = read_run(directory)
     if record.status != "ok":
         raise ProfilingError(f"{directory} is a failed run ({record.error}); nothing to plot")
     roofline = record.meta.get("roofline") or {}
     layers_path = directory / "layers.csv"
-    layers = pd.read_csv(layers_path) if layers_path.is_file() else None
+    layers = (read_table(layers_path, required=_LAYER_COLUMNS,
+                         numeric=lambda column: column in _LAYER_COLUMNS[1:])
+              if layers_path.is_file() else None)
     plots, notes = render_plots(record.stages, _ceilings(ceilings or roofline.get("ceilings"),
                                                          explicit=bool(ceilings)),
                                 str(roofline.get("dtype") or "float32"), layers, record.metrics)

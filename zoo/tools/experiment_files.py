@@ -1,0 +1,58 @@
+"""Experiment files checked before Hydra composes them: a hostile or broken file is one line
+naming it (exit 2), in well under a second.
+
+Hydra would expand a YAML file's aliases into a config (aliases of aliases stand for billions
+of values) and recurse through its nesting; :func:`profiling.reports.read_yaml` refuses both
+first. Then every value of the file's ``run``, ``input``, ``roofline`` and ``device`` sections
+is checked against the option schema, so a mapping where a number belongs names the file that
+holds it; the ``model`` section is checked once the model is known, with the composed config.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Union
+
+from profiling import ProfilingError
+from profiling.reports import read_yaml
+
+from ..errors import ConfigError
+from ..options import SCHEMA, check_value, suggest
+from ..user_values import check_yaml_booleans
+
+__all__ = ["check_experiment_file"]
+
+
+def check_experiment_file(path: Union[str, Path]) -> None:
+    """Raise a one-line :class:`ConfigError` naming ``path`` when the experiment file is
+    hostile, broken or holds a value of the wrong type."""
+    try:
+        data = read_yaml(path)
+    except ProfilingError as error:
+        raise ConfigError(f"experiment file {error}") from None
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        raise ConfigError(f"experiment file {path} holds {type(data).__name__}, not a mapping "
+                          f"of options")
+    sections = {key: value for key, value in data.items() if key not in ("defaults", "model",
+                                                                          "hydra")}
+    try:
+        for name, value in _options(sections):
+            if name not in SCHEMA:
+                raise ConfigError(f"unknown option '{name}'{suggest(name, list(SCHEMA))}")
+            check_value(name, value, SCHEMA[name])
+    except ConfigError as error:
+        raise ConfigError(f"experiment file {path}: {error}") from None
+    check_yaml_booleans(path)
+
+
+def _options(tree: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """``(option, value)`` pairs: mappings are walked into until a name is an option, so a
+    mapping given where a number belongs is that option's value (and refused as such)."""
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and name not in SCHEMA:
+            yield from _options(value, name + ".")
+        else:
+            yield name, value
