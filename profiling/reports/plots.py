@@ -122,19 +122,28 @@ def plot_stage_times(stages: pd.DataFrame, max_depth: int = 0) -> Optional[bytes
     return _png(figure)
 
 
-def plot_payload(stages: pd.DataFrame, max_depth: int = 1) -> bytes:
-    """The output payload of each stage call in forward order, with the bytes alive across
-    each top-level cut when the liveness collector ran."""
-    rows = _stage_rows(stages, max_depth)
+def _bars_by_depth(rows: pd.DataFrame, values: np.ndarray, label: Any
+                   ) -> tuple[Figure, Any, np.ndarray]:
+    """A figure of one bar per stage call in forward order, coloured by nesting depth, each
+    depth labelled ``label(depth)``: the figure, its axes and the bars' positions."""
     figure = Figure(figsize=(max(6.0, 0.28 * len(rows) + 2), 5))
     axes = figure.subplots()
     x = np.arange(len(rows))
     depths = rows["depth"].astype(int).to_numpy()
     for depth in sorted(set(depths)):
         chosen = depths == depth
-        axes.bar(x[chosen], rows["out_bytes"].to_numpy()[chosen] / 1e6, color=f"C{depth}",
-                 label=f"stage output, depth {depth}"
-                       + (" (top-level stages)" if depth == 0 else " (nested)"))
+        axes.bar(x[chosen], values[chosen], color=f"C{depth}", label=label(depth))
+    return figure, axes, x
+
+
+def plot_payload(stages: pd.DataFrame, max_depth: int = 1) -> bytes:
+    """The output payload of each stage call in forward order, with the bytes alive across
+    each top-level cut when the liveness collector ran."""
+    rows = _stage_rows(stages, max_depth)
+    figure, axes, x = _bars_by_depth(
+        rows, rows["out_bytes"].to_numpy() / 1e6,
+        lambda depth: f"stage output, depth {depth}"
+                      + (" (top-level stages)" if depth == 0 else " (nested)"))
     values = list(rows["out_bytes"].to_numpy() / 1e6)
     _mark_zero_bytes(axes, x, rows["out_bytes"].to_numpy(float))
     if "cut_bytes" in rows:
@@ -371,13 +380,7 @@ def plot_metric(stages: pd.DataFrame, metric: Any, max_depth: int = 1) -> bytes:
     forward order, coloured by nesting depth, labelled with its label, unit and scale."""
     rows = _stage_rows(stages, max_depth)
     values = pd.to_numeric(rows[metric.column], errors="coerce").to_numpy(float) * metric.scale
-    figure = Figure(figsize=(max(6.0, 0.28 * len(rows) + 2), 5))
-    axes = figure.subplots()
-    x = np.arange(len(rows))
-    depths = rows["depth"].astype(int).to_numpy()
-    for depth in sorted(set(depths)):
-        chosen = depths == depth
-        axes.bar(x[chosen], values[chosen], color=f"C{depth}", label=f"depth {depth}")
+    figure, axes, x = _bars_by_depth(rows, values, lambda depth: f"depth {depth}")
     axes.set_xticks(x, _call_labels(rows), rotation=90, fontsize=7)
     scale = "" if metric.scale == 1 else f" x {metric.scale:g}"
     axes.set_ylabel(f"{metric.label} ({metric.unit or 'no unit'}{scale})")
