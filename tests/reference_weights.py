@@ -83,3 +83,12 @@ def official_names(reference: dict, key_map: Callable[[str], str]) -> dict[str, 
     """Our name -> the official name, for every official ``state_dict`` entry of
     ``reference``, through ``key_map`` (official name -> ours, as checkpoints load)."""
     return {key_map(name): name for name in reference["official_entries"]}
+
+
+def digest(tensor: torch.Tensor) -> str:
+    """The SHA-256 of a tensor's dtype, shape and bytes (the golden extracts' weight check)."""
+    import hashlib
+
+    data = tensor.detach().cpu().contiguous()
+    header = f"{data.dtype}{list(data.shape)}".encode()
+    return hashlib.sha256(header + data.view(torch.uint8).numpy().tobytes()).hexdigest()

@@ -8,7 +8,7 @@ import torch
 
 import zoo
 from profiling import Session
-from reference_weights import fill_reference_weights_, load_reference
+from reference_weights import digest, fill_reference_weights_, load_reference
 from zoo.errors import ConfigError
 
 #: compact references of the official code (tests/data/README.md), in every clone.
@@ -18,8 +18,10 @@ REFERENCES = {"gmflow": "gmflow_64x96.pt", "gmflow_refine": "gmflow_refine_64x96
 #: 4e-6..1.1e-5 px here, and a 1e-6 relative change of an input moves the flows by 1e-5 px.
 REFERENCE_TOLERANCE = 1e-4
 
-GOLDEN_FILES = {"gmflow": "gmflow_official_64x96.pt",
-                "gmflow_refine": "gmflow_refine_official_64x96.pt"}
+#: compact extracts of the official golden files (tests/data/make_golden_extracts.py): inputs,
+#: outputs, and the digests of the official weights, which our models rebuild from the seed
+GOLDEN_EXTRACTS = {"gmflow": "gmflow_golden_64x96.pt",
+                   "gmflow_refine": "gmflow_refine_golden_64x96.pt"}
 
 # Allowed (max, mean) |flow - golden| in px, on every device. The golden files' random weights
 # make the flow ill-conditioned in float32, so round-off of another machine's kernels moves it
@@ -45,10 +47,14 @@ GOLDEN_FILES = {"gmflow": "gmflow_official_64x96.pt",
 TOLERANCE = {"gmflow": (1e-2, 1e-3), "gmflow_refine": (1.0, 0.02)}
 
 
-def _load_golden(golden, name: str, **options) -> tuple[torch.nn.Module, dict]:
-    data = golden(GOLDEN_FILES[name])
+def _load_golden(name: str, **options) -> tuple[torch.nn.Module, dict]:
+    """Our model with the official golden weights (rebuilt from their seed and checked against
+    their digests) and the golden inputs and outputs."""
+    data = load_reference(GOLDEN_EXTRACTS[name])
+    torch.manual_seed(data["seed"])
     model = zoo.create_model(name, **options).eval()
-    model.load_state_dict(data["state_dict"], strict=True)
+    rebuilt = {key: digest(value) for key, value in model.state_dict().items()}
+    assert rebuilt == data["state_dict_sha256"], "the seed no longer rebuilds the golden weights"
     return model, data
 
 
@@ -92,10 +98,10 @@ def _no_tf32(monkeypatch):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("impl", ["sdpa", pytest.param("math", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", ["gmflow", "gmflow_refine"])
-def test_matches_official_outputs(golden, monkeypatch, name, impl, device):
+def test_matches_official_outputs(monkeypatch, name, impl, device):
     # at 64x96 the windows are too small for the fused CPU path; force it to test it
     monkeypatch.setattr("zoo.models.gmflow.attention.FUSED_MIN_KEYS_CPU", 0)
-    model, data = _load_golden(golden, name, attention_impl=impl)
+    model, data = _load_golden(name, attention_impl=impl)
     flows, bidir = _flows_both_ways(model, data, device)
     _assert_close_flows(name, flows, data["flow_preds"])
     _assert_close_flows(name, bidir, data["flow_preds_bidir"])
