@@ -50,7 +50,7 @@ _EXPORTS = {
     "plot_split_timeline": "split_plots",
     "write_report": "html", "report_page": "html", "result_page": "run_folder", "REPORT_FILE": "html",
     "record_of_files": "run_folder",
-    "shorten": "labels",
+    "shorten": "labels", "significant": "numbers",
 }
 
 __all__ = list(_EXPORTS)

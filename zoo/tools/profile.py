@@ -144,6 +144,7 @@ def _main() -> None:
     from . import sweep_summary
 
     arguments = sys.argv[1:]
+    sweep_summary.last_sweep = None  # an earlier sweep of this process is not this run's
     if not any(a in _HELP for a in arguments):
         problem = check_overrides([a for a in arguments if "=" in a and not a.startswith("-")
                                    or a.startswith("~")])

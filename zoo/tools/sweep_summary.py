@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -33,11 +33,13 @@ __all__ = ["SweepSummary", "SweepOutcome", "last_sweep", "summarise_sweep"]
 
 @dataclass
 class SweepOutcome:
-    """A finished sweep: where its summary is, how many jobs ran and how many failed."""
+    """A finished sweep: where its summary is, how many jobs ran and how many failed, and the
+    summary's table."""
 
     summary: Path
     runs: int
     failed: int
+    table: Any = field(default=None, repr=False)
 
 
 #: The outcome of the last sweep that ended in this process, or ``None``.
@@ -52,7 +54,7 @@ def summarise_sweep(sweep_dir: Path, file_name: str = "summary.csv") -> SweepOut
     path = write_table(table, Path(sweep_dir) / file_name)
     runs = table.drop_duplicates("run") if len(table) else table
     return SweepOutcome(path, len(runs), int((runs.get("status") == "failed").sum())
-                        if len(runs) else 0)
+                        if len(runs) else 0, table)
 
 
 def _job_count(config: DictConfig) -> Optional[int]:
@@ -183,6 +185,9 @@ class SweepSummary(Callback):
             self._bar.close()
             self._bar = None
         last_sweep = summarise_sweep(Path(config.hydra.sweep.dir), self.file_name)
+        from .sweep_table import format_sweep_table
+
+        print("\n".join(format_sweep_table(last_sweep.table)))
         failed = f", {last_sweep.failed} failed" if last_sweep.failed else ""
         print(f"sweep summary: {last_sweep.summary.resolve()} ({last_sweep.runs} runs{failed})")
 
