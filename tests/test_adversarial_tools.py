@@ -50,20 +50,32 @@ def test_compare_with_a_broken_run_is_one_line(good_run, tmp_path, name, capsys,
     assert not (tmp_path / "compare.csv").exists()
 
 
-def test_collect_skips_a_broken_run_names_it_and_exits_1(good_run, tmp_path, capsys,
-                                                         monkeypatch):
+@pytest.mark.parametrize("name", ["corrupt meta.json", "header-only stages.csv"])
+def test_collect_names_a_broken_run_exits_2_and_writes_nothing(good_run, tmp_path, name, capsys,
+                                                               monkeypatch):
     root = tmp_path / "runs"
     root.mkdir()
     _broken_copy(good_run, root, "a_good", lambda f: None)
-    broken = _broken_copy(good_run, root, "b_broken", BREAKS["corrupt meta.json"])
+    broken = _broken_copy(good_run, root, "b_broken", BREAKS[name])
     out = tmp_path / "all.csv"
     outcome = run_main(collect.main, [str(root), "--out", str(out)], capsys, monkeypatch)
-    assert outcome.code == 1
-    warnings = outcome.stderr.strip().splitlines()
-    assert warnings[0].startswith(f"warning: skipped {broken / 'meta.json'} is broken")
-    assert warnings[1].startswith("error: 1 broken run(s) skipped")
+    assert outcome.code == 2 and str(broken) in outcome.line and "nothing written" in outcome.line
+    assert not out.exists()
+    # the good run alone is collected
+    outcome = run_main(collect.main, [str(root / "a_good"), "--out", str(out)], capsys,
+                       monkeypatch)
+    assert outcome.code == 0
     table = pd.read_csv(out)
     assert set(table.run) == {str(root / "a_good")} and (table.status == "ok").all()
+
+
+def test_collect_writes_to_a_new_folder_by_default(good_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    outcome = run_main(collect.main, [str(good_run)], capsys, monkeypatch)
+    assert outcome.code == 0
+    (written,) = (tmp_path / "results" / "collect").glob("*/summary.csv")
+    assert str(written.relative_to(tmp_path)) in outcome.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
 
 
 @pytest.mark.parametrize("argv, expected", [

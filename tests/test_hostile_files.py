@@ -215,11 +215,11 @@ def test_plot_names_a_hand_edited_layers_table(timed_run, tmp_path, capsys, monk
 @pytest.mark.parametrize("case", ["partial: no stages.csv",
                                   "hand-edited stages.csv: text for a time",
                                   "meta.json: a mapping for forward_ms"])
-def test_collect_names_the_wrong_file_and_keeps_the_others(timed_run, tmp_path, case, capsys,
+def test_collect_names_the_wrong_file_and_writes_nothing(timed_run, tmp_path, case, capsys,
                                                            monkeypatch):
     folder, wrong = _broken_copy(timed_run, tmp_path, case)
     out = tmp_path / "all.csv"
     outcome = run_main(collect.main, [str(timed_run), str(folder), "--out", str(out)], capsys,
                        monkeypatch)
-    assert outcome.code == 1  # the documented contract: broken runs skipped, named, exit 1
-    assert str(wrong) in outcome.stderr
+    assert outcome.code == 2 and str(wrong) in outcome.line and "nothing written" in outcome.line
+    assert not out.exists()

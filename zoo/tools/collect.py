@@ -3,13 +3,14 @@
 Each DIR is a run directory or any folder above run directories (a sweep, ``results/runs``).
 The table is the one a sweep writes as ``summary.csv``
 (:func:`profiling.reports.collect_runs`): one row per stage call of every run, failed runs
-as one row with their error, the runs' options as columns. A run whose files are broken is
-skipped with a warning line naming it, and the tool then exits 1.
+as one row with their error, the runs' options as columns. A run folder whose files are broken
+(partial, from another version, hand-edited) is bad input: one line names the file, exit 2, and
+nothing is written. Without ``--out`` the table goes to a new folder,
+``results/collect/STAMP/summary.csv``, never over a file in the current folder.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -18,7 +19,8 @@ import pandas as pd
 from profiling.reports import TABLE_FORMATS, check_output_file, collect_runs, find_runs, \
     write_table
 
-from .cli import EXIT_FAILURE, ArgumentParser, fail, run_tool
+from .cli import ArgumentParser, run_tool
+from .resolvers import run_stamp
 from ..errors import ConfigError
 
 __all__ = ["main", "collect"]
@@ -28,14 +30,23 @@ def _parser() -> ArgumentParser:
     parser = ArgumentParser(prog="python -m zoo.collect", description="Gather runs into one table.")
     parser.add_argument("directories", nargs="+", type=Path,
                         help="run directories, or folders above them")
-    parser.add_argument("--out", type=Path, default=Path("summary.csv"),
-                        help="the table to write, .csv or .parquet (default: summary.csv)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the table to write, .csv or .parquet (default: "
+                             "results/collect/STAMP/summary.csv, a new folder)")
     return parser
 
 
-def collect(directories: Sequence[Path], out: Path) -> tuple[Path, pd.DataFrame, list[str]]:
-    """Gather the runs at or below ``directories`` into the table at ``out``; return its path,
-    the table and one line per broken run that was skipped."""
+def default_collect_file() -> Path:
+    """``results/collect/STAMP/summary.csv``: a file in a folder no other collection uses."""
+    return Path("results") / "collect" / run_stamp() / "summary.csv"
+
+
+def collect(directories: Sequence[Path], out: Optional[Path] = None
+            ) -> tuple[Path, pd.DataFrame]:
+    """Gather the runs at or below ``directories`` into the table at ``out`` (default
+    :func:`default_collect_file`); return its path and the table. A broken run folder raises
+    :class:`~zoo.errors.ConfigError` naming its file, before anything is written."""
+    out = default_collect_file() if out is None else Path(out)
     if Path(out).suffix.lower() not in TABLE_FORMATS:
         raise ConfigError(f"--out {out}: accepted extensions are {', '.join(TABLE_FORMATS)}")
     check_output_file(out, "--out")  # before the work
@@ -51,20 +62,19 @@ def collect(directories: Sequence[Path], out: Path) -> tuple[Path, pd.DataFrame,
         runs += [run for run in found if run not in runs]
     broken: list[str] = []
     table = collect_runs(runs, broken=broken)
-    return write_table(table, out), table, broken
+    if broken:
+        more = f" (and {len(broken) - 1} more broken run(s))" if len(broken) > 1 else ""
+        raise ConfigError(f"{broken[0]}{more}; nothing written: give the other runs, or rerun "
+                          f"the broken one")
+    return write_table(table, out), table
 
 
 def _main(argv: Optional[Sequence[str]]) -> None:
     args = _parser().parse_args(argv)
-    path, table, broken = collect(args.directories, args.out)
-    for problem in broken:
-        print(f"warning: skipped {problem}", file=sys.stderr)
+    path, table = collect(args.directories, args.out)
     runs = table.drop_duplicates("run") if len(table) else table
     failed = int(runs["status"].eq("failed").sum()) if len(runs) else 0
     print(f"{len(runs)} runs ({failed} failed), {len(table)} rows: {path}")
-    if broken:
-        fail(f"{len(broken)} broken run(s) skipped (listed above); the others are in {path}",
-             code=EXIT_FAILURE)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
