@@ -1,0 +1,120 @@
+"""The forward as each runtime runs it, and what profiling it costs (issue 26).
+
+For resnet18, swiftnet and gmflow at one size, on the CPU, one table in one run: the forward
+time of PyTorch eager float32, ONNX Runtime float32 and int8, OpenVINO float32 and int8 (each
+the median of the timed forwards with the runtime's profiler off), the share of the runtime's
+node time that maps to stages, and the profiling overhead: the forward with the profiler on
+over the same model in the same runtime with it off, timed in alternation (target: at most
+1.05x).
+
+    python benchmarks/runtimes.py --repeats 20 --out results/runtimes_benchmark.md
+
+The exports are cached (``$XDG_CACHE_HOME/stagezoo/exports``), so a second run skips them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from profiling.runtimes import default_cache_folder, profile_runtime
+from profiling.runtimes.backends import make_backend
+from profiling.runtimes.parts import tensor_feeds
+from zoo.tools.cli import compose_config
+from zoo.tools.job import prepare_job
+
+MODELS = {"resnet18": ["model=torchvision", "model.arch=resnet18", "input.size=[224,224]"],
+          "swiftnet": ["model=swiftnet", "input.size=[256,512]"],
+          "gmflow": ["model=gmflow", "input.size=[128,128]"]}
+VARIANTS = [("onnxruntime", "float32"), ("onnxruntime", "int8"), ("openvino", "float32"),
+            ("openvino", "int8")]
+
+
+def _median_ms(run, repeats: int, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        run()
+        times.append((time.perf_counter_ns() - start) / 1e6)
+    return float(np.median(times))
+
+
+def _on_off(profiled, runtime: str, feeds, workdir: Path, repeats: int) -> tuple[float, float]:
+    """Median forward (ms) with the runtime's profiler off and on, timed in alternation."""
+    off = make_backend(runtime, profiled.run_file, workdir, "cpu", False,
+                       profiled.quantised_model)
+    on = make_backend(runtime, profiled.run_file, workdir, "cpu", True,
+                      profiled.quantised_model)
+    times = {"off": [], "on": []}
+    for index in range(repeats + 2):
+        for name, backend in (("off", off), ("on", on)) if index % 2 else (("on", on),
+                                                                            ("off", off)):
+            start = time.perf_counter_ns()
+            backend.run(feeds)
+            if index >= 2:
+                times[name].append((time.perf_counter_ns() - start) / 1e6)
+    return float(np.median(times["off"])), float(np.median(times["on"]))
+
+
+def _model_row(name: str, overrides: list[str], repeats: int, root: Path) -> list[dict]:
+    job = prepare_job(compose_config([*overrides, "summary=false"]))
+    model, inputs = job.model, job.inputs
+    with torch.inference_mode():
+        eager = _median_ms(lambda: model(*inputs), repeats)
+    rows = [{"model": name, "engine": "torch eager", "dtype": "float32", "forward_ms": eager}]
+    for runtime, dtype in VARIANTS:
+        workdir = root / f"{name}-{runtime}-{dtype}"
+        profiled = profile_runtime(model, inputs, runtime=runtime, dtype=dtype,
+                                   repeats=repeats, attach=job.attach, workdir=workdir,
+                                   cache_folder=default_cache_folder())
+        off, on = _on_off(profiled, runtime, tensor_feeds(inputs), workdir, repeats)
+        rows.append({"model": name, "engine": runtime, "dtype": dtype, "forward_ms": off,
+                     "mapped_share": profiled.deployment.get("mapped_share"),
+                     "overhead": on / off})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def _table(rows: list[dict], machine: str) -> str:
+    lines = [f"Machine: {machine}", "",
+             "| model | engine | dtype | forward ms | vs torch | time mapped to stages | "
+             "profiler overhead |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    eager = {r["model"]: r["forward_ms"] for r in rows if r["engine"] == "torch eager"}
+    for r in rows:
+        share = "" if r.get("mapped_share") is None else f"{100 * r['mapped_share']:.1f}%"
+        overhead = f"{r['overhead']:.3f}x" if "overhead" in r else ""
+        lines.append(f"| {r['model']} | {r['engine']} | {r['dtype']} | {r['forward_ms']:.3g} | "
+                     f"{eager[r['model']] / r['forward_ms']:.2f}x | {share} | {overhead} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--out", type=Path, help="also write the table (markdown) here")
+    args = parser.parse_args()
+    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+               f"torch {torch.__version__}, {torch.get_num_threads()} threads, load average "
+               f"{os.getloadavg()[0]:.1f} at the start")
+    with tempfile.TemporaryDirectory() as root:
+        rows = [row for name in args.models
+                for row in _model_row(name, MODELS[name], args.repeats, Path(root))]
+    table = _table(rows, machine)
+    print(table)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
