@@ -290,3 +290,51 @@ def test_compare_a_torch_run_with_a_runtime_run(tmp_path, monkeypatch, capsys):
     assert table.loc["layer1", "in_bytes_b"] == 64 * 8 * 8
     assert table.loc["layer1", "cpu_time_ms_median_a"] > 0
     assert table.loc["layer1", "cpu_time_ms_median_b"] > 0
+
+
+@needs_onnxruntime
+def test_a_part_the_runtime_cannot_run_stays_in_pytorch(monkeypatch, tmp_path):
+    from profiling.runtimes import profile_runtime
+    from profiling.runtimes import hybrid
+
+    real = hybrid.make_backend
+
+    def refuse_the_head(runtime, path, *args, **kwargs):
+        if path.name == "part1.onnx":  # the head, exported second
+            raise RuntimeError("unsupported operator\nmore detail")
+        return real(runtime, path, *args, **kwargs)
+
+    monkeypatch.setattr(hybrid, "make_backend", refuse_the_head)
+    torch.manual_seed(0)
+    model, x = Branching().eval(), torch.randn(1, 3, 16, 16)
+    profiled = profile_runtime(model, (x,), runtime="onnxruntime", repeats=1,
+                               attach={"encoder": "encoder", "conv": "encoder.0",
+                                       "head": "head"}, workdir=tmp_path)
+    engines = dict(zip(profiled.result.stages["stage"], profiled.result.stages["engine"]))
+    assert (engines["encoder"], engines["head"]) == ("onnxruntime", "torch")
+    assert profiled.deployment["in_torch"]["head"] == \
+        "onnxruntime could not run it: unsupported operator"
+    assert list(profiled.deployment["parts"]) == ["encoder"]
+    assert np.allclose(profiled.outputs[0], model(x).detach().numpy(), atol=1e-4)
+
+
+@needs_onnxruntime
+def test_a_model_the_runtime_cannot_run_whole_runs_in_parts(monkeypatch, tmp_path):
+    from profiling.runtimes import profile, profile_runtime
+
+    real = profile.make_backend
+
+    def refuse_the_whole(runtime, path, *args, **kwargs):
+        if path.name == "model.onnx":
+            raise RuntimeError("segment too large")
+        return real(runtime, path, *args, **kwargs)
+
+    monkeypatch.setattr(profile, "make_backend", refuse_the_whole)
+    model, x = _model_and_input()
+    profiled = profile_runtime(model, (x,), runtime="onnxruntime", repeats=1, attach=ATTACH,
+                               workdir=tmp_path)
+    assert profiled.deployment["in_torch"][""] == \
+        "onnxruntime could not run it: segment too large"
+    assert set(profiled.deployment["parts"]) == {"encoder", "head"}
+    engines = dict(zip(profiled.result.stages["stage"], profiled.result.stages["engine"]))
+    assert (engines["conv"], engines["scale"]) == ("onnxruntime", "torch")

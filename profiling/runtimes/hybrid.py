@@ -23,7 +23,7 @@ from ..statistics.coverage import OTHER, with_other_calls
 from ..statistics.intervals import AutoRepeats
 from .backends import make_backend, quantise
 from .cache import CachedExport
-from .parts import Part, capture_module_calls, runtime_parts, tensor_feeds
+from .parts import Part, capture_module_calls, export_failure, runtime_parts, tensor_feeds
 from .quiet import quiet
 from .runtime_profile import RuntimeProfile, call_paths, output_difference, runtime_stage_map
 from .stage_map import enclosing_paths
@@ -42,6 +42,18 @@ def _calibration_feeds(model: torch.nn.Module, part: Part,
         call = capture_module_calls(model, tuple(item))[part.path]
         feeds.append(tensor_feeds((call.args, call.kwargs)))
     return feeds
+
+
+def _part_backend(model: torch.nn.Module, part: Part, runtime: str, dtype: str,
+                  calibration: Optional[Sequence[Any]], workdir: Path, device_type: str):
+    """The runtime's session of ``part`` (quantised first for int8), and the file it runs."""
+    run_path, quantised_model = part.exported.path, None
+    if dtype == "int8":
+        with quiet():
+            run_path, quantised_model, _ = quantise(
+                runtime, part.exported, workdir, _calibration_feeds(model, part, calibration))
+    backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model)
+    return backend, run_path
 
 
 def _engines(calls: Sequence[StageCall], paths: Mapping[int, str], inside: set[str],
@@ -91,20 +103,20 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
     captured = capture_module_calls(model, inputs)
     parts = [Part(path, exported, captured[path]) for path, exported in entry.parts.items()
              if path in captured]
-    backends, maps, files = [], [], []
+    in_torch = dict(entry.in_torch)
+    running, backends, maps, files = [], [], [], []
     for part in parts:
-        run_path, quantised_model = part.exported.path, None
-        files.append(part.exported.path)
-        if dtype == "int8":
-            with quiet():
-                run_path, quantised_model, _ = quantise(
-                    runtime, part.exported, workdir, _calibration_feeds(model, part,
-                                                                        calibration))
-            if run_path != part.exported.path:
-                files.append(run_path)
-        backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model)
+        try:
+            backend, run_path = _part_backend(model, part, runtime, dtype, calibration,
+                                              workdir, device_type)
+        except Exception as error:  # noqa: BLE001  (a part the runtime cannot run: PyTorch)
+            in_torch[part.path] = f"{runtime} could not run it: {export_failure(error)}"
+            continue
+        running.append(part)
         backends.append(backend)
         maps.append(runtime_stage_map(part.exported, run_path, backend))
+        files.extend(dict.fromkeys([part.exported.path, run_path]))
+    parts = running
     timer = "cuda_time" if device_type == "cuda" else "cpu_time"
     metric = f"{timer}_ms"
     with runtime_parts(model, parts, [backend.run for backend in backends]):
@@ -152,7 +164,7 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
     stages["engine"] = _engines(rows, call_paths(rows), inside, part_roots, runtime)
     deployment.update(backends[0].describe() if backends else {"runtime": runtime})
     deployment["parts"] = {part.path: str(part.exported.path) for part in parts}
-    deployment["in_torch"] = dict(entry.in_torch)
+    deployment["in_torch"] = in_torch
     deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None
     outputs = tensor_feeds(hybrid.output)
     if dtype == "int8":

@@ -57,7 +57,7 @@ def exported_entry(model: torch.nn.Module, inputs: tuple, attach: Optional[Mappi
         whole.save_map()
         entry = CachedExport(whole=whole)
     except Exception as error:  # noqa: BLE001  (what does not export runs in PyTorch)
-        entry = _exported_parts(model, inputs, attach, workdir, error)
+        entry = _exported_parts(model, inputs, attach, workdir, export_failure(error))
     if cache_folder is None:
         return entry, "off"
     return write_entry(Path(cache_folder) / key, entry), "miss"
@@ -65,7 +65,9 @@ def exported_entry(model: torch.nn.Module, inputs: tuple, attach: Optional[Mappi
 
 def _exported_parts(model: torch.nn.Module, inputs: tuple,
                     attach: Optional[Mapping[str, str]], workdir: Path,
-                    error: BaseException) -> CachedExport:
+                    reason: str) -> CachedExport:
+    """The parts of ``model`` that export (:func:`~.parts.exportable_parts`); ``reason`` says
+    why the whole model does not run."""
     captured = capture_module_calls(model, inputs)
 
     def export(path: str, call: Captured) -> ExportedModel:
@@ -79,7 +81,7 @@ def _exported_parts(model: torch.nn.Module, inputs: tuple,
 
     parts: dict[str, ExportedModel] = {}
     _, in_torch = exportable_parts(model, captured, export)
-    return CachedExport(parts=parts, in_torch={"": export_failure(error), **in_torch})
+    return CachedExport(parts=parts, in_torch={"": reason, **in_torch})
 
 
 def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnxruntime",
@@ -122,24 +124,30 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
                               repeats=1)  # eager first: models that cache per size fill them
     entry, cache_state = exported_entry(model, tuple(inputs), attach, workdir, cache_folder)
     deployment: dict[str, Any] = {"dtype": dtype, "export_cache": cache_state}
+    in_parts = dict(runtime=runtime, dtype=dtype, warmup=warmup, repeats=repeats, attach=attach,
+                    calibration=calibration, workdir=workdir, device_type=device_type,
+                    progress=progress)
     if entry.whole is None:
-        return profile_parts(model, tuple(inputs), reference, entry, deployment,
-                             runtime=runtime, dtype=dtype, warmup=warmup, repeats=repeats,
-                             attach=attach, calibration=calibration, workdir=workdir,
-                             device_type=device_type, progress=progress)
+        return profile_parts(model, tuple(inputs), reference, entry, deployment, **in_parts)
     exported = entry.whole
-    deployment["exported_file"] = str(exported.path)
     feeds = tensor_feeds(inputs)
     graph = load_graph(exported.path)
     run_path, quantised_model, quantised = exported.path, None, set()
-    if dtype == "int8":
-        calibration_feeds = [tensor_feeds(item) for item in calibration] if calibration else [feeds]
-        with quiet():
-            run_path, quantised_model, quantised = quantise(runtime, exported, workdir,
-                                                             calibration_feeds)
-        if run_path != exported.path:
-            deployment["quantised_file"] = str(run_path)
-    backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model)
+    try:
+        if dtype == "int8":
+            calibration_feeds = [tensor_feeds(item) for item in calibration] if calibration \
+                else [feeds]
+            with quiet():
+                run_path, quantised_model, quantised = quantise(runtime, exported, workdir,
+                                                                 calibration_feeds)
+        backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model)
+    except Exception as error:  # noqa: BLE001  (the runtime cannot run it whole: in parts)
+        entry = _exported_parts(model, tuple(inputs), attach, workdir,
+                                f"{runtime} could not run it: {export_failure(error)}")
+        return profile_parts(model, tuple(inputs), reference, entry, deployment, **in_parts)
+    deployment["exported_file"] = str(exported.path)
+    if run_path != exported.path:
+        deployment["quantised_file"] = str(run_path)
     deployment.update(backend.describe())
     forward_ms, outputs = timed_runs(lambda: backend.run(feeds), warmup, repeats, progress)
     stage_map = runtime_stage_map(exported, run_path, backend, graph)
