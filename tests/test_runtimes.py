@@ -227,6 +227,9 @@ def test_parts_that_do_not_export_run_in_pytorch_and_say_so(runtime, dtype, tmp_
         assert sum(c.metrics["cpu_time_ms"] for c in forward if c.depth == 0) == \
             pytest.approx(forward_ms)
         assert times["conv"] > 0 and times["scale"] > 0  # one from each engine
+    # conv reads the part's input [1, 3, 16, 16]: quantised in int8, one byte per element
+    conv_in = stages.set_index("stage").loc["conv", "in_bytes"]
+    assert conv_in == 3 * 16 * 16 * (1 if dtype == "int8" else 4)
     expected = model(x).detach().numpy()
     tolerance = 1e-4 if dtype == "float32" else 0.5
     assert np.allclose(profiled.outputs[0], expected, atol=tolerance)

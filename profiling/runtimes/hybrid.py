@@ -24,6 +24,8 @@ from ..statistics.intervals import AutoRepeats
 from .backends import make_backend, quantise
 from .cache import CachedExport
 from .parts import Part, capture_module_calls, export_failure, runtime_parts, tensor_feeds
+from .graph import load_graph
+from .int8_payload import quantise_call_payloads
 from .quiet import quiet
 from .runtime_profile import RuntimeProfile, call_paths, output_difference, runtime_stage_map
 from .stage_map import enclosing_paths
@@ -46,14 +48,15 @@ def _calibration_feeds(model: torch.nn.Module, part: Part,
 
 def _part_backend(model: torch.nn.Module, part: Part, runtime: str, dtype: str,
                   calibration: Optional[Sequence[Any]], workdir: Path, device_type: str):
-    """The runtime's session of ``part`` (quantised first for int8), and the file it runs."""
-    run_path, quantised_model = part.exported.path, None
+    """The runtime's session of ``part`` (quantised first for int8), the file it runs and the
+    values the quantiser quantised."""
+    run_path, quantised_model, values = part.exported.path, None, set()
     if dtype == "int8":
         with quiet():
-            run_path, quantised_model, _ = quantise(
+            run_path, quantised_model, values = quantise(
                 runtime, part.exported, workdir, _calibration_feeds(model, part, calibration))
     backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model)
-    return backend, run_path
+    return backend, run_path, values
 
 
 def _engines(calls: Sequence[StageCall], paths: Mapping[int, str], inside: set[str],
@@ -104,15 +107,16 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
     parts = [Part(path, exported, captured[path]) for path, exported in entry.parts.items()
              if path in captured]
     in_torch = dict(entry.in_torch)
-    running, backends, maps, files = [], [], [], []
+    running, backends, maps, files, quantised = [], [], [], [], []
     for part in parts:
         try:
-            backend, run_path = _part_backend(model, part, runtime, dtype, calibration,
+            backend, run_path, values = _part_backend(model, part, runtime, dtype, calibration,
                                               workdir, device_type)
         except Exception as error:  # noqa: BLE001  (a part the runtime cannot run: PyTorch)
             in_torch[part.path] = f"{runtime} could not run it: {export_failure(error)}"
             continue
         running.append(part)
+        quantised.append(values)
         backends.append(backend)
         maps.append(runtime_stage_map(part.exported, run_path, backend))
         files.extend(dict.fromkeys([part.exported.path, run_path]))
@@ -125,6 +129,7 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
     count = len(hybrid.timed)
     inner_runs = []  # per part: per timed forward, full stage path -> ms
     inside: set[str] = set()
+    part_paths: list[dict[str, str]] = []  # per part: full stage path -> path in the part
     mapped_ms = node_ms = 0.0
     for part, backend, stage_map in zip(parts, backends, maps):
         prefixes = part.prefixes[-count:]
@@ -138,10 +143,19 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
             mapped_ms, node_ms = mapped_ms + top, node_ms + top + unmapped
         inner_runs.append(runs)
         prefix = prefixes[-1] if prefixes else ""
-        for tag in set(part.exported.node_stages.values()):
-            inside.update(f"{prefix}/{p}" if prefix else p for p in enclosing_paths(tag))
+        own = {f"{prefix}/{p}" if prefix else p: p for tag in set(
+            part.exported.node_stages.values()) for p in enclosing_paths(tag)}
+        part_paths.append(own)
+        inside.update(own)
     calls = list(reference.calls)
     paths = call_paths(calls)
+    if dtype == "int8":  # the payload inside each part, as its quantiser left it
+        for part, own, values in zip(parts, part_paths, quantised):
+            graph = load_graph(part.exported.path)
+            quantise_call_payloads(calls, {c.index: own[paths[c.index]] for c in calls
+                                           if paths.get(c.index) in own},
+                                   part.exported.node_stages, graph,
+                                   graph.carried_quantised(values))
     timed = []
     for index, (forward, total) in enumerate(zip(hybrid.timed, hybrid.forward_ms)):
         stages = [c for c in forward if c.kind == "stage"]

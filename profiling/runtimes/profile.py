@@ -30,7 +30,7 @@ from .cache import CachedExport, export_key, read_entry, write_entry
 from .export import ExportedModel, export_onnx
 from .graph import load_graph
 from .hybrid import profile_parts
-from .int8_payload import quantised_payload, quantised_shapes
+from .int8_payload import quantise_call_payloads
 from .parts import (Captured, capture_module_calls, export_failure, exportable_parts,
                     part_attach, tensor_feeds)
 from .quiet import quiet
@@ -176,7 +176,8 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
         deployment["float32_forward_ms_median"] = float(np.median(float_ms))
         deployment["int8_speedup"] = round(float(np.median(float_ms) / np.median(forward_ms)),
                                            3)
-        _quantise_payload(calls, paths, exported, graph, graph.carried_quantised(quantised))
+        quantise_call_payloads(calls, paths, exported.node_stages, graph,
+                               graph.carried_quantised(quantised))
         deployment["int8_output"] = output_difference(reference.output, outputs or [])
     counter = reference.collectors.get("op_counts")
     stages = aggregate_stages(with_other_calls(calls, counter.total.as_dict() if counter
@@ -189,18 +190,3 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
     return RuntimeProfile(result, deployment, exported, list(outputs or []), run_path,
                           files=list(dict.fromkeys([exported.path, run_path])),
                           quantised_model=quantised_model)
-
-
-def _quantise_payload(calls: Sequence[StageCall], paths: Mapping[int, str],
-                      exported: ExportedModel, graph: Any, quantised: set[str]) -> None:
-    """Rewrite each stage call's payload with the int8 bytes of its quantised boundaries."""
-    def is_quantised(value: str) -> bool:
-        return value in quantised
-
-    for call in calls:
-        if call.kind != "stage":
-            continue
-        incoming, outgoing = graph.boundaries(exported.node_stages, paths[call.index])
-        call.inputs = quantised_payload(call.inputs, quantised_shapes(incoming, is_quantised)[0])
-        call.outputs = quantised_payload(call.outputs,
-                                         quantised_shapes(outgoing, is_quantised)[0])
