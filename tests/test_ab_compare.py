@@ -69,7 +69,7 @@ def ab(tmp_path_factory):
 
 def test_both_runs_and_the_table_are_written_round_by_round(ab):
     table, a, b, out = ab
-    assert sorted(p.name for p in out.iterdir()) == ["a", "b", "compare.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [".stagezoo", "a", "b", "compare.csv"]
     for record in (a, b):
         times = pd.read_csv(record.directory / "times.csv")
         assert sorted(times[times["stage"] == "conv1"]["repeat"]) == list(range(10))

@@ -65,7 +65,7 @@ def test_bad_options_are_one_line_exit_2_and_no_folder(overrides, expected, tmp_
      "peak_flops_per_s.float32 must hold finite values above 0, got -5.0"),
     ("name: x\npeak_flops_per_s: {float32: .inf}\nmemory_bandwidth_bytes_per_s: 1e9\n",
      "must hold finite values above 0"),
-    ("name: [unclosed\n", "is not a ceilings file"),
+    ("name: [unclosed\n", "is not valid YAML (line 2)"),
     ("just text\n", "is not a ceilings file"),
 ])
 def test_bad_ceilings_fail_before_the_profile(content, expected, tmp_path, capsys, monkeypatch):

@@ -48,8 +48,8 @@ def test_model_declares_and_runs_its_stages_on_meta(name):
     ("swin_unet", dict(in_channels=-1), "in_channels=-1 is not accepted"),
     ("faster_rcnn", dict(min_size=0), "min_size=0 is not accepted"),
     ("timm", dict(in_channels=0), "in_channels=0 is not accepted"),
-    ("torchvision", dict(num_classes=-3), "num_classes=-3 is not accepted; accepted: an "
-                                          "integer >= 0"),
+    ("torchvision", dict(num_classes=-3), "num_classes=-3 is not accepted; accepted: null or "
+                                          "an integer >= 1"),
     ("swiftnet", dict(in_channels=True), "in_channels=True is not accepted"),
 ])
 def test_sizes_below_their_minimum_are_one_config_error(name, options, message):
