@@ -234,10 +234,13 @@ class ProfileJob:
                     self.extra_files.update(files)
                     self.deployed.update(profiled.deployment)
                     return profiled.result
-                return profile_model(self.model, self.inputs, collectors=collectors,
-                                     warmup=warmup, repeats=repeats, attach=self.attach,
-                                     progress=progress,
-                                     timed_model=deployment.timed_model(self.model))
+                result = profile_model(self.model, self.inputs, collectors=collectors,
+                                       warmup=warmup, repeats=repeats, attach=self.attach,
+                                       progress=progress,
+                                       timed_model=deployment.timed_model(self.model))
+                # the compiler's graph counts exist only once the warm-up has compiled
+                self.deployed.update(deployment.metadata(self.model))
+                return result
         except BaseException as error:
             add_context(error, "input " + " + ".join(
                 "x".join(map(str, t.shape)) for t in iter_tensors(self.inputs)))
