@@ -37,7 +37,7 @@ def test_two_point_joblib_sweep_writes_the_summary(tmp_path):
     assert first.loc[2, "in_bytes"] == 2 * IMAGE_BYTES
     assert list(summary[summary["run"] == "0_torchvision-resnet18"]["stage"]) == [
         "conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4", "avgpool",
-        "fc"]
+        "fc", "other"]  # 'other': the forward outside the stages (issue 25)
     assert (summary["parameters"] == 11_689_512).all()
     assert "summary.csv (2 runs)" in result.stdout
 
@@ -59,7 +59,7 @@ def test_a_failing_job_is_recorded_and_the_others_finish(tmp_path):
                                        "integer >= 1")
     assert failed["stage"].isna().all()
     finished = summary[summary["run"] == "1_torchvision-resnet18"]
-    assert len(finished) == 10 and (finished["status"] == "ok").all()
+    assert len(finished) == 11 and (finished["status"] == "ok").all()  # 10 stages and 'other'
 
 
 def _fake_run(directory: Path, batch: int) -> None:
