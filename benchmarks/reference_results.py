@@ -6,8 +6,9 @@
 The sweep writes one folder per model; the files that are not kept in the repository (plots
 other than those the docs show, the module and layer tables: each run writes them again) are
 removed, so that the tracked results stay small. ``MACHINE.md`` beside the runs says where and
-when they were measured, and the Markdown table that it prints is the README's (a test,
-``tests/test_reference_results.py``, keeps the two equal).
+when they were measured, and the Markdown table that it prints is the one the README shows
+for the CPU and docs/gpu.md for CUDA (a test, ``tests/test_reference_results.py``, keeps them
+equal).
 """
 
 from __future__ import annotations
