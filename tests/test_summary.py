@@ -101,6 +101,25 @@ def test_other_rows_make_each_level_add_up_and_the_slowest_are_marked():
     assert max(len(line) for line in lines[:13]) <= 120
 
 
+def test_an_other_row_never_shows_a_negative_time():
+    # backbone's median 8.0 but its conv's 8.4 (the medians of noisy repeats): the remainder
+    # would be -0.4 ms, so backbone/other shows its own median 0.3 (of each forward's
+    # backbone minus conv), marked ~ and explained under the table
+    stages = _with_other(cpu_time_ms_median=[0.5, 8.0, 8.4, 0.3, 1.0, 1.5, 0.25, 1.9],
+                         cpu_time_ms_median_ci95_low=[0.4, 7.0, 7.5, 0.1, 0.9, 1.4, 0.2, 1.0],
+                         cpu_time_ms_median_ci95_high=[0.6, 9.0, 9.5, 0.9, 1.1, 1.6, 0.3, 2.0])
+    totals = RunTotals(forward_ms=[13.0, 13.25, 13.5], parameters=1, macs=10 ** 9,
+                       flops=int(2.7e9), in_bytes=1, out_bytes=1)
+    lines = format_summary(stages, totals=totals).splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:10]}
+    assert rows["backbone/other"][:2] == ["0.300~", "0.100-0.900!"]  # ! wide interval
+    assert rows["other"][:2] == ["2.00", "-"]  # 13.25 - (0.5 + 8 + 2.5 + 0.25), not negative
+    assert any(line.startswith("~ an 'other' row whose siblings' medians add up to more")
+               for line in lines)
+    assert not any("~ an 'other'" in line
+                   for line in format_summary(_with_other(), totals=totals).splitlines())
+
+
 def test_long_stage_names_keep_their_end():
     stages = pd.DataFrame({"stage": ["features.encoder.layers.10.block.0",
                                      "features.encoder.layers.11.block.0"],

@@ -108,19 +108,30 @@ def _displayed(stages: pd.DataFrame, max_depth: int, time: Optional[str],
     return table
 
 
-def _remainders(table: pd.DataFrame, total_ms: Optional[float]) -> None:
+def _remainders(table: pd.DataFrame, total_ms: Optional[float]) -> set:
     """Each ``other`` row's time shown as its parent's (the whole forward's at the top) minus
     the rows beside it, so that the rows of a level add up to their total in the table:
-    medians do not add up, the ``_mean`` columns of ``stages.csv`` do."""
+    medians do not add up, the ``_mean`` columns of ``stages.csv`` do.
+
+    Where noise makes that remainder negative (the rows beside it have medians that add up to
+    more than their parent's), the row keeps its own median over the repeats (of each
+    forward's parent minus children, never below zero but for clock noise) and its interval;
+    those rows are returned, for the table to mark them."""
+    own: set = set()
     if "time_ms" not in table:
-        return
+        return own
     for name, row in table[table["kind"] == OTHER].iterrows():
         siblings = table[(table["depth"] == row["depth"]) & (table["kind"] == "stage")
                          & (table["parent"] == row["parent"])]
         whole = total_ms if row["depth"] == 0 else table["time_ms"].get(row["parent"])
-        if whole is not None and not pd.isna(whole):
-            table.loc[name, ["time_ms", "ci_low", "ci_high"]] = [
-                whole - siblings["time_ms"].sum(), np.nan, np.nan]
+        if whole is None or pd.isna(whole):
+            continue
+        remainder = whole - siblings["time_ms"].sum()
+        if remainder < 0 and not pd.isna(row["time_ms"]):
+            own.add(name)
+        else:
+            table.loc[name, ["time_ms", "ci_low", "ci_high"]] = [remainder, np.nan, np.nan]
+    return own
 
 
 def _slowest(table: pd.DataFrame, count: int = SLOWEST) -> set:
@@ -160,7 +171,7 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
     flops = "gflops" in table
     total_ms = float(np.median(totals.forward_ms)) if totals is not None and len(
         totals.forward_ms) else None
-    _remainders(table, total_ms)
+    own_medians = _remainders(table, total_ms)
     share_of = total_ms if time and total_ms else (
         totals.flops / 1e9 if flops and totals is not None and totals.flops else None)
     share_column = "time_ms" if time and total_ms else "gflops"
@@ -182,7 +193,8 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
         label = _label(str(name), int(row["depth"]))
         cells = [f"{'' if other else int(row['calls']):>6}"]
         if time:
-            cells += [f"{significant(row['time_ms']):>11}",
+            shown = significant(row["time_ms"]) + ("~" if name in own_medians else "")
+            cells += [f"{shown:>11}",
                       f"{_interval(row.get('ci_low'), row.get('ci_high'), row['time_ms']):>17}"]
         if share_of:
             mark = "*" if name in slowest else " "
@@ -202,7 +214,7 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
                   for index, line in enumerate(
                       _total_lines(totals, bool(time), bool(share_of), flops, bool(memory)))]
     lines += _footer(time, flops, memory, table[table["kind"] == "stage"],
-                     bool(slowest), bool(OTHER in set(table["kind"])), ci)
+                     bool(slowest), bool(OTHER in set(table["kind"])), ci, bool(own_medians))
     lines += [f"({metric.label}: {metric.description or metric}, {metric.unit or 'no unit'}"
               f"{'' if metric.scale == 1 else f' x {metric.scale:g}'})" for metric in extras]
     line = coverage_line(coverage or {}, *([coverage_hint] if coverage_hint else []))
@@ -245,7 +257,8 @@ def _total_lines(totals: RunTotals, time: bool, share: bool, flops: bool, memory
 
 
 def _footer(time: Optional[str], flops: bool, memory: Optional[str], table: pd.DataFrame,
-            slowest: bool = False, other: bool = False, ci: str = "95% CI") -> list[str]:
+            slowest: bool = False, other: bool = False, ci: str = "95% CI",
+            own_medians: bool = False) -> list[str]:
     note = (f"time: {time.split('_time')[0].upper()} time summed over a stage's calls, median "
             f"over the repeats" if time else "no timing")
     wide = 0
@@ -263,6 +276,9 @@ def _footer(time: Optional[str], flops: bool, memory: Optional[str], table: pd.D
     if other:
         lines.append("(other: what no stage below the same parent covers, its time the parent's "
                      "minus the rows beside it; stages.csv's _mean columns add up exactly)")
+    if own_medians:
+        lines.append("~ an 'other' row whose siblings' medians add up to more than their "
+                     "parent's (noise): its own median over the repeats is shown instead")
     lines.append("(" + ("GFLOPs: 1e9 floating-point operations; " if flops else "")
                  + "MB: 1e6 bytes; out: output payload)")
     if memory:
