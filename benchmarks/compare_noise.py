@@ -29,7 +29,7 @@ from typing import Sequence
 import pandas as pd
 
 from profiling.reports.comparison import FORWARD, MIN_CHANGE, compare_runs, noise_summary
-from profiling.reports.runs import read_run
+from profiling.reports import read_run
 
 #: The configuration compared with itself unless others are given after ``--``.
 DEFAULT = ["model=torchvision", "model.arch=resnet18", "input.size=[128,128]",

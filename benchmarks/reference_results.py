@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from profiling.reports.numbers import significant  # noqa: E402
-from profiling.reports.runs import read_run  # noqa: E402
+from profiling.reports import read_run  # noqa: E402
 
 MODELS = ("faster_rcnn", "gmflow", "gmflow_refine", "gmflow_unet", "swiftnet", "swin_unet")
 #: What each run keeps in the repository; the plots that the docs link to are kept too.

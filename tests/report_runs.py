@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from profiling import profile_model, stage, write_run
-from profiling.reports.runs import write_failure
+from profiling.reports import write_failure
 
 __all__ = ["Tiny", "tiny_run", "tiny_sweep", "STAGE_NAMES", "INPUT_SIZE"]
 

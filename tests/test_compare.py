@@ -68,7 +68,7 @@ def test_config_differences_name_the_changed_keys():
 
 def _run_folder(root, name, times_ms: dict, forward_ms: list, noise=None):
     """A run directory with stages.csv, times.csv and meta.json from synthetic repeats."""
-    from profiling.reports.runs import read_run
+    from profiling.reports import read_run
     from profiling.statistics.intervals import median_interval
 
     folder = root / name

@@ -103,7 +103,7 @@ def test_the_plots_draw_the_metric(runs):
     from profiling.reports import render_plots
 
     result = runs[0]
-    plots, _ = render_plots(result.stages, metrics=result.metrics)
+    plots, _ = render_plots(result)
     png = plots["plots/input_tensors.png"]
     assert png.startswith(b"\x89PNG")
 

@@ -12,6 +12,7 @@ matplotlib = pytest.importorskip("matplotlib")
 from matplotlib.image import imread  # noqa: E402
 
 from profiling.reports.plots import plot_layers, plot_split_latency, render_plots  # noqa: E402
+from profiling.reports import RunRecord  # noqa: E402
 from profiling.counting.roofline import ceilings  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -45,8 +46,9 @@ def _layers(with_time: bool) -> pd.DataFrame:
 
 
 def test_run_plots_with_roofline_and_layers():
-    plots, notes = render_plots(_stages(with_counts=True), ceilings("h100"),
-                                layers=_layers(with_time=True))
+    record = RunRecord(None, "ok", stages=_stages(with_counts=True),
+                       layers=_layers(with_time=True))
+    plots, notes = render_plots(record, ceilings("h100"))
     assert sorted(plots) == ["plots/layers.png", "plots/memory.png", "plots/payload.png",
                              "plots/roofline.png", "plots/time.png"]
     assert all(_is_drawn(png) for png in plots.values())
@@ -76,7 +78,7 @@ def test_layer_plot_panels_follow_the_table():
 
 
 def test_roofline_and_layers_left_out_without_counts():
-    plots, notes = render_plots(_stages(with_counts=False))
+    plots, notes = render_plots(RunRecord(None, "ok", stages=_stages(with_counts=False)))
     assert "plots/roofline.png" not in plots and "plots/time.png" in plots
     assert notes == ["no roofline plot: the roofline needs op counts "
                      "(collectors=[...,op_counts]) and a time on one device",

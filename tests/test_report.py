@@ -13,7 +13,7 @@ pytest.importorskip("plotly")
 
 from profiling.reports import report_page, result_page  # noqa: E402
 from profiling.reports.html.stage_tree import ROOT, exclusive_values, parent_keys, stage_calls  # noqa: E402
-from profiling.reports.runs import read_run  # noqa: E402
+from profiling.reports import read_run  # noqa: E402
 from report_runs import STAGE_NAMES, tiny_run, tiny_sweep  # noqa: E402
 from tests.cli_runner import run_main  # noqa: E402
 from zoo.tools import report as report_tool  # noqa: E402
@@ -133,7 +133,7 @@ def test_a_sweep_page_has_a_row_per_job_and_the_failed_reason(runs):
 def test_bad_input_is_one_line_and_exit_2(case, expected, runs, tmp_path, capsys, monkeypatch):
     (tmp_path / "empty").mkdir()
     failed = tmp_path / "failed"
-    from profiling.reports.runs import write_failure
+    from profiling.reports import write_failure
     write_failure(failed / "0_x", ValueError("no"))
     argv = {"missing": [str(tmp_path / "nowhere")], "empty": [str(tmp_path / "empty")],
             "models": [str(runs["a"]), str(runs["other"])], "failed": [str(failed)],

@@ -41,9 +41,9 @@ def test_a_timed_run_keeps_its_repeats_and_its_notes():
 
     result = profile_model(Doubling().eval(), (torch.ones(3),), collectors=["cpu_time"],
                            warmup=0, repeats=3)
-    files, notes = run_files(result, notes=["mine"])
+    files, record = run_files(result, notes=["mine"])
     assert sorted(files) == ["meta.json", "payload.log", "stages.csv", "times.csv"]
-    assert notes == ["mine", "the model changes its inputs in place; every pass was given the "
+    assert record.notes == ["mine", "the model changes its inputs in place; every pass was given the "
                              "original values"]
     # each repeat: the stage and the other row (the forward's time outside it)
     assert list(files["times.csv"]["stage"]) == ["double", "other"] * 3

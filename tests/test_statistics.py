@@ -178,7 +178,7 @@ def test_aggregate_and_repeat_table_carry_the_interval_and_the_raw_repeats():
 @pytest.mark.slow
 def test_two_transformer_layers_make_gmflows_transformer_significantly_faster(tmp_path):
     from profiling.reports.comparison import compare_runs
-    from profiling.reports.runs import read_run
+    from profiling.reports import read_run
     from zoo.tools.job import run_profile
     from zoo.tools.cli import compose_config
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from profiling.reports.runs import collect_runs, find_runs, write_failure
+from profiling.reports import collect_runs, find_runs, write_failure
 
 ROOT = Path(__file__).resolve().parents[1]
 #: A tiny, fast job: resnet18 on one 32x32 image, one timed forward.

@@ -1,7 +1,9 @@
-"""Reports: everything a run writes or reads back. The run folder (:func:`write_run`, read back
-with :func:`read_run` as a :class:`RunRecord`), each of its files, the terminal summary, the
-comparison of two runs, the plots (matplotlib, loaded only when a plot is asked for) and the
-HTML pages of a run, a comparison and a sweep (html/, plotly)."""
+"""Reports: everything a run writes or reads back. The record of a run (:class:`RunRecord`:
+made from a result in memory by :func:`run_record`, or read back from its folder by
+:func:`read_run`, the same view either way), the run folder written from it
+(:func:`write_run`), each of its files, the terminal summary, the comparison of two runs, the
+plots (matplotlib, loaded only when a plot is asked for) and the HTML pages of a run, a
+comparison and a sweep (html/, plotly). Every reader takes a record, a result or a folder."""
 
 from __future__ import annotations
 
@@ -9,12 +11,14 @@ from .._exports import lazy_exports
 
 #: Each public name and the module that defines it.
 _EXPORTS = {
-    "RunRecord": "runs", "read_run": "runs", "find_runs": "runs", "collect_runs": "runs",
-    "write_failure": "runs", "flatten_config": "runs", "parse_overrides": "runs",
-    "write_table": "runs", "RENAMED_COLUMNS": "runs", "forward_median": "runs",
-    "ERROR_FILE": "runs", "META_FILE": "runs",
-    "STAGES_FILE": "runs", "TABLE_FORMATS": "runs",
-    "TIMES_FILE": "repeats", "read_times": "repeats", "holds_numbers": "runs",
+    "RunRecord": "record", "Run": "record", "run_record": "record", "read_run": "record",
+    "as_record": "record", "read_times": "record", "parse_overrides": "record",
+    "holds_numbers": "record", "RENAMED_COLUMNS": "record", "ERROR_FILE": "record",
+    "META_FILE": "record", "STAGES_FILE": "record", "TIMES_FILE": "record",
+    "LAYERS_FILE": "record",
+    "find_runs": "runs", "collect_runs": "runs", "write_failure": "runs",
+    "flatten_config": "runs", "write_table": "runs", "forward_median": "runs",
+    "TABLE_FORMATS": "runs",
     "read_yaml": "structured_files", "read_json": "structured_files",
     "read_table": "structured_files",
     "write_run": "run_folder", "run_files": "run_folder", "PAYLOAD_FILE": "run_folder",
@@ -48,8 +52,8 @@ _EXPORTS = {
     "plot_memory": "plots", "plot_roofline": "plots", "plot_layers": "plots",
     "plot_split_latency": "plots",
     "plot_split_timeline": "split_plots",
-    "write_report": "html", "report_page": "html", "result_page": "run_folder", "REPORT_FILE": "html",
-    "record_of_files": "run_folder",
+    "write_report": "html", "report_page": "html", "result_page": "run_folder",
+    "REPORT_FILE": "html",
     "shorten": "labels", "significant": "numbers",
 }
 

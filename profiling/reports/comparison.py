@@ -29,8 +29,8 @@ from ..statistics.intervals import (RATIO_CI_METHOD, coefficient_of_variation, i
 from ..statistics.paired import AB_MIN_CHANGE, AB_RULE, paired_significance
 from .labels import shorten
 from .numbers import significant
-from .repeats import read_times
-from .runs import RunRecord, flatten_config, forward_median
+from .record import Run, RunRecord, as_record
+from .runs import flatten_config, forward_median
 from .summary import extra_metrics
 
 __all__ = ["PAYLOAD_COLUMNS", "compared_columns", "compare_stages",
@@ -128,17 +128,19 @@ def _time_change(row: pd.Series, metric: str, color: bool) -> tuple[str, str]:
     return (f"\033[2m{quiet}\033[0m" if color else quiet), interval
 
 
-def format_comparison(table: pd.DataFrame, a: RunRecord, b: RunRecord, *,
+def format_comparison(table: pd.DataFrame, a: Run, b: Run, *,
                       max_depth: int = 1, min_change: float = MIN_CHANGE,
                       color: bool = False) -> str:
-    """A terminal table of the main metrics down to ``max_depth``, under a header of totals.
+    """A terminal table of the main metrics down to ``max_depth``, under a header of totals;
+    ``a`` and ``b`` are the runs ``table`` compares (see :func:`compare_runs`).
 
     The header names the config keys that differ, each run's noise, and compares the
     parameters and the whole forward's median time. A time change is marked ``*`` when
     significant (:func:`compare_runs`) and shown in parentheses otherwise (dimmed when
     ``color``); payload, memory peak and FLOPs are exact and shown as they are.
     """
-    lines = [f"A: {a.directory}", f"B: {b.directory}"]
+    a, b = as_record(a), as_record(b)
+    lines = [f"A: {a.label}", f"B: {b.label}"]
     for key, (first, second) in config_differences(a.config, b.config).items():
         if not key.startswith(("hydra", "summary", "plots", "trace")):
             lines.append(f"  {key}: {first} -> {second}")
@@ -297,19 +299,20 @@ def forward_comparison(a: Mapping[str, Any], b: Mapping[str, Any], *,
     return row
 
 
-def compare_paired_runs(a: RunRecord, b: RunRecord, *, min_change: float = AB_MIN_CHANGE
+def compare_paired_runs(a: Run, b: Run, *, min_change: float = AB_MIN_CHANGE
                         ) -> pd.DataFrame:
     """Two runs timed in alternation, round by round (``zoo.compare --run A --run B``): the
     table of :func:`compare_runs`, its significance from the per-round ratios
     (:func:`profiling.statistics.paired.paired_significance`). Load is not a reason to
     withhold it: it hits both sides of each round alike."""
+    a, b = as_record(a), as_record(b)
     table = compare_stages(a.stages, b.stages, _declared(a, b))
     metric = _time_metric(a.stages, b.stages)
     if metric is None:
         return table
     keys = list(zip(table["stage"], table["call_index"].astype(int)))
     forward = (a.meta.get("forward_ms") or [], b.meta.get("forward_ms") or [])
-    significance = paired_significance(keys, read_times(a.directory), read_times(b.directory),
+    significance = paired_significance(keys, a.times, b.times,
                                        metric, forward, min_change=min_change)
     first, second = (float(np.median(x)) if len(x) else np.nan for x in forward)
     head = pd.DataFrame([{"stage": FORWARD, "call_index": 0, "kind": "forward", "depth": 0,
@@ -325,23 +328,29 @@ def compare_paired_runs(a: RunRecord, b: RunRecord, *, min_change: float = AB_MI
     return table
 
 
-def compare_runs(a: RunRecord, b: RunRecord, *, min_change: float = MIN_CHANGE,
+def compare_runs(a: Run, b: Run, *, min_change: float = MIN_CHANGE,
                  seed: int = 0, loaded: bool = False) -> pd.DataFrame:
     """Every stage call of two runs compared (:func:`compare_stages`), with the significance
     of each time change (:func:`add_significance`) and the whole forward as a first row
     (``stage`` :data:`FORWARD`, its time the host time of the whole forward).
+
+    A run is a :class:`~profiling.reports.RunRecord`, a
+    :class:`~profiling.runner.ProfileResult` in memory or a run folder: each is read as its
+    record (:func:`~profiling.reports.record.as_record`), so two results compare as their
+    written folders do.
 
     When a run's machine was loaded above its cores (:func:`profiling.statistics.loaded_reason`),
     its times may move by any factor from one run to the next, whatever its repeats say:
     ``significant`` is then ``False`` throughout and ``withheld`` says why, unless ``loaded``
     asks for the significance anyway. Intervals are given either way.
     """
+    a, b = as_record(a), as_record(b)
     table = compare_stages(a.stages, b.stages, _declared(a, b))
     metric = _time_metric(a.stages, b.stages)
     if metric is None:
         return table
     threshold = change_threshold(a.meta, b.meta, min_change)
-    table = add_significance(table, read_times(a.directory), read_times(b.directory), metric,
+    table = add_significance(table, a.times, b.times, metric,
                              min_change=threshold, seed=seed)
     forward = pd.DataFrame([forward_comparison(a.meta, b.meta, column=f"{metric}_median",
                                                min_change=threshold, seed=seed)])

@@ -91,7 +91,9 @@ def layers_table(model: nn.Module, records: Mapping[str, ModuleRecord],
                   "MemWrite(B)": last["MemWrite(B)"] if last is not None else 0})
     if durations is None:
         total["duration[%]"] = None
-    return pd.concat([table, pd.DataFrame([total], columns=LAYER_COLUMNS)], ignore_index=True)
+    table = pd.concat([table, pd.DataFrame([total], columns=LAYER_COLUMNS)], ignore_index=True)
+    table["duration[%]"] = pd.to_numeric(table["duration[%]"])  # NaN where not timed
+    return table
 
 
 def _round_value(value: float, binary: bool = False) -> str:

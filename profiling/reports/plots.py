@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 
 from ..counting.roofline import stage_points
 from ..statistics.aggregate import time_column
+from .record import Run, as_record
 from .summary import extra_metrics
 
 if TYPE_CHECKING:
@@ -390,16 +391,22 @@ def plot_metric(stages: pd.DataFrame, metric: Any, max_depth: int = 1) -> bytes:
     return _png(figure)
 
 
-def render_plots(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
-                 dtype: str = "float32", layers: Optional[pd.DataFrame] = None,
-                 metrics: Sequence[Any] = ()) -> tuple[dict[str, bytes], list[str]]:
+def render_plots(run: Run, ceilings: Optional["Ceilings"] = None
+                 ) -> tuple[dict[str, bytes], list[str]]:
     """The plots of one run as ``{"plots/NAME.png": bytes}``, and notes on those left out.
 
-    The roofline's roof is drawn for ``ceilings`` (and ``dtype``) when given; ``layers`` (the
-    torchstat table of a run that counted operations) adds ``layers.png``. Each declared
-    headline metric of ``metrics`` that no plot above shows gets ``plots/NAME.png`` of its own
-    (:func:`plot_metric`).
+    ``run`` is a :class:`~profiling.reports.RunRecord`, a
+    :class:`~profiling.runner.ProfileResult` or a run folder
+    (:func:`~profiling.reports.record.as_record`). The roofline's roof is drawn for
+    ``ceilings``, by default the run's own (those it was given or recorded), in the run's
+    roofline data type; the record's layer table (a run that counted operations) adds
+    ``layers.png``. Each declared headline metric that no plot above shows gets
+    ``plots/NAME.png`` of its own (:func:`plot_metric`).
     """
+    record = as_record(run)
+    stages, layers = record.stages, record.layers
+    ceilings = ceilings if ceilings is not None else record.ceilings
+    dtype = record.roofline_dtype
     plots, notes = {}, []
     made = {"time": plot_stage_times(stages), "payload": plot_payload(stages),
             "memory": plot_memory(stages), "roofline": plot_roofline(stages, ceilings, dtype),
@@ -414,6 +421,6 @@ def render_plots(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
             notes.append(f"no {name} plot: {reasons[name]}")
         else:
             plots[f"plots/{name}.png"] = png
-    for metric in extra_metrics(metrics, stages.columns):
+    for metric in extra_metrics(record.metrics, stages.columns):
         plots[f"plots/{metric}.png"] = plot_metric(stages, metric)
     return plots, notes

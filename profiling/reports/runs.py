@@ -1,9 +1,10 @@
-"""Run directories as data: read one, record a failed one, gather many into one table.
+"""Many runs as one table, and a failed run's folder.
 
-A run directory holds the files of one profile (``stages.csv``, ``meta.json``, ...). A run that
-failed holds ``error.json`` instead: the error's type and one-line message, the traceback, the
+A run folder holds the files of one profile (``stages.csv``, ``meta.json``, ...; read one with
+:func:`~profiling.reports.record.read_run`). A run that failed holds ``error.json`` instead
+(:func:`write_failure`): the error's type and one-line message, the traceback, the
 command-line overrides and the resolved config. :func:`collect_runs` turns any set of run
-directories, finished or failed, into one table with one row per stage call, which is what a
+folders, finished or failed, into one table with one row per stage call, which is what a
 sweep's ``summary.csv`` is.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -20,73 +20,15 @@ import pandas as pd
 
 from ..errors import ProfilingError
 from .files import write_file
-from .structured_files import read_json, read_table
+from .record import ERROR_FILE, META_FILE, RunRecord, read_run
 
-__all__ = ["RunRecord", "read_run", "find_runs", "collect_runs", "write_failure",
-           "flatten_config", "parse_overrides", "write_table", "forward_median", "ERROR_FILE",
-           "META_FILE", "STAGES_FILE", "TABLE_FORMATS", "RENAMED_COLUMNS"]
+__all__ = ["find_runs", "collect_runs", "write_failure", "flatten_config", "write_table",
+           "forward_median", "TABLE_FORMATS"]
 
-#: The file a failed run leaves in its directory.
-ERROR_FILE = "error.json"
-#: The files every finished run holds (see :mod:`profiling.reports.run_folder`).
-META_FILE, STAGES_FILE = "meta.json", "stages.csv"
 #: The table formats :func:`write_table` writes, by file extension.
 TABLE_FORMATS = (".csv", ".parquet")
 
-#: Columns of run folders written by older versions, and their names now: the memory columns
-#: are named after what they count (tensor storages on any tracked device, the CUDA allocator).
-RENAMED_COLUMNS = {"cpu_mem_alloc_mb": "tensor_retained_mb", "cpu_mem_peak_mb": "tensor_peak_mb",
-                   "cuda_mem_alloc_mb": "cuda_retained_mb", "cuda_mem_peak_mb": "cuda_peak_mb"}
-
 PathLike = Union[str, Path]
-
-
-@dataclass
-class RunRecord:
-    """What one run directory holds.
-
-    Attributes:
-        directory: the run directory.
-        status: ``"ok"`` or ``"failed"``.
-        config: the resolved config (``meta.json`` or ``error.json``), or ``{}``.
-        overrides: the command-line overrides of the run, ``{key: value}`` as typed.
-        error: ``"Type: message"`` of a failed run, else ``""``.
-        meta: the whole ``meta.json`` (``{}`` for a failed run).
-        stages: the ``stages.csv`` table (empty for a failed run).
-    """
-
-    directory: Path
-    status: str
-    config: dict[str, Any] = field(default_factory=dict)
-    overrides: dict[str, str] = field(default_factory=dict)
-    error: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
-    stages: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-    @property
-    def metrics(self) -> list:
-        """The run's metrics as its collectors declared them (``meta.json``'s ``metrics``,
-        :class:`~profiling.collectors.Metric`); for a folder of an older version, the
-        registered collectors' metrics whose columns its stage table holds."""
-        from ..collectors import declared_metrics, metric_from_dict, registered_collectors
-
-        if "metrics" in self.meta:
-            return [metric_from_dict(data) for data in self.meta["metrics"]]
-        return [metric for metric in declared_metrics(registered_collectors().values())
-                if metric.column in self.stages.columns]
-
-
-def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
-    """``["model=gmflow", "input.size=[384,512]"]`` -> ``{"model": "gmflow", ...}``.
-
-    Deletions (``~key``) are left out; a leading ``+``/``++`` is dropped from the key.
-    """
-    parsed = {}
-    for text in overrides:
-        key, separator, value = str(text).partition("=")
-        if separator and not key.startswith("~"):
-            parsed[key.lstrip("+")] = value
-    return parsed
 
 
 def write_failure(directory: PathLike, error: BaseException, *,
@@ -108,69 +50,6 @@ def write_failure(directory: PathLike, error: BaseException, *,
     path = directory / ERROR_FILE
     write_file(path, json.dumps(record, indent=2, default=str) + "\n")
     return path
-
-
-def read_run(directory: PathLike) -> RunRecord:
-    """Read a run directory (finished: ``meta.json`` and ``stages.csv``; failed: ``error.json``).
-
-    Raises:
-        ProfilingError: when the directory holds neither.
-    """
-    directory = Path(directory)
-    meta_path, error_path = directory / META_FILE, directory / ERROR_FILE
-    if meta_path.is_file() and (directory / STAGES_FILE).is_file():
-        meta = _read_json(meta_path)
-        return RunRecord(directory, "ok", meta.get("config") or {},
-                         parse_overrides(meta.get("overrides") or []), "", meta,
-                         _read_stages(directory / STAGES_FILE))
-    if error_path.is_file():
-        failure = _read_json(error_path)
-        error = f"{failure.get('error_type', 'Error')}: {failure.get('error', '')}"
-        return RunRecord(directory, "failed", failure.get("config") or {},
-                         parse_overrides(failure.get("overrides") or []), error)
-    for present, absent in ((META_FILE, STAGES_FILE), (STAGES_FILE, META_FILE)):
-        if (directory / present).is_file():
-            raise ProfilingError(f"{directory / absent} is missing: the run folder is partial "
-                                 f"(it holds {present} without {absent})")
-    raise ProfilingError(f"{directory} is not a run directory: it holds neither {META_FILE} "
-                         f"with {STAGES_FILE} nor {ERROR_FILE}")
-
-
-#: The type each field of ``meta.json`` / ``error.json`` that the tools read must have.
-_FIELD_TYPES = {"config": (dict, "a mapping"), "overrides": (list, "a list"),
-                "forward_ms": (list, "a list of numbers"), "notes": (list, "a list"),
-                "noise": (dict, "a mapping"), "totals": (dict, "a mapping"),
-                "parameters": (int, "an integer"), "device_name": (str, "a text"),
-                "error": (str, "a text"), "error_type": (str, "a text")}
-#: Columns of ``stages.csv`` and ``times.csv`` that hold numbers.
-_NUMBERS = re.compile(r"^(depth|call_index|order|repeat|macs|flops|activations)$|"
-                      r"_(bytes|mb|ms|mean|median|p10|p90|std|low|high|read|written)$")
-
-
-def holds_numbers(column: str) -> bool:
-    """Whether a column of a run's tables holds numbers (counts, bytes, times, memory)."""
-    return bool(_NUMBERS.search(column))
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise ProfilingError(f"{path} is broken: it holds no JSON object")
-    for name, (kind, words) in _FIELD_TYPES.items():
-        value = data.get(name)
-        if value is not None and (not isinstance(value, kind) or isinstance(value, bool) or (
-                name == "forward_ms" and not all(isinstance(v, (int, float)) and not
-                                                 isinstance(v, bool) for v in value))):
-            raise ProfilingError(f"{path} is broken: '{name}' must be {words}, got "
-                                 f"{type(value).__name__} {json.dumps(value)[:40]}")
-    return data
-
-
-def _read_stages(path: Path) -> pd.DataFrame:
-    stages = read_table(path, required=("stage",), numeric=holds_numbers)
-    if stages.empty:
-        raise ProfilingError(f"{path} is broken: it holds no stage rows")
-    return stages.rename(columns=RENAMED_COLUMNS)
 
 
 def _natural_key(path: Path) -> list:

@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
-from profiling.reports import RunRecord, compare_paired_runs, holds_files, read_run, write_folder
+from profiling.reports import RunRecord, compare_paired_runs, holds_files, write_folder
 from profiling.runner import with_more_repeats
 from profiling.statistics import AB_MIN_CHANGE, machine_state, noise_report
 
@@ -104,13 +104,13 @@ def _write(jobs: Sequence[ProfileJob], results: Sequence, out: Path, overwrite: 
     out.absolute().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".ab-", dir=out.absolute().parent) as staging:
         folders = [Path(staging) / side for side in "ab"]
-        for job, result, folder in zip(jobs, results, folders):
-            write_job(job, result, folder, print_summary=False)
-        records = [read_run(folder) for folder in folders]
+        records = [write_job(job, result, folder, print_summary=False).record
+                   for job, result, folder in zip(jobs, results, folders)]
         table = compare_paired_runs(*records, min_change=min_change)
         files = {f"{folder.name}/{path.relative_to(folder)}": path.read_bytes()
                  for folder in folders for path in sorted(folder.rglob("*")) if path.is_file()}
         files[COMPARE_FILE] = table
         write_folder(out, files, overwrite=overwrite)
-    records = [read_run(out / side) for side in "ab"]
+    for record, side in zip(records, "ab"):
+        record.directory = out / side
     return table, records[0], records[1], out

@@ -14,10 +14,11 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from profiling import add_context, require_extra
 from profiling.counting import Ceilings, ceilings_for_device, load_ceilings
-from profiling.reports import TRACE_FILE, format_summary, run_files, run_totals, write_folder
+from profiling.reports import TRACE_FILE, RunRecord, format_summary, run_files, run_totals, \
+    write_folder
 from profiling.runner import ProfileResult, check_run_options, profile_model
 from profiling.stages import iter_tensors
-from profiling.statistics import AutoRepeats, noise_line, repeat_table
+from profiling.statistics import AutoRepeats, noise_line
 
 from .cli import check_composed
 from ..deploy import TF32_NOTE, Deployment, roofline_dtype
@@ -30,19 +31,21 @@ from ..registry import create_model
 from ..user_values import check_plain_config
 from ..runtime import profile_in_runtime
 
-__all__ = ["RunFolder", "ProfileJob", "prepare_job", "write_job", "run_profile",
+__all__ = ["RunFolder", "ProfileJob", "prepare_job", "job_files", "write_job", "run_profile",
            "resolve_device", "build_model", "make_inputs", "prepare"]
 
 
 @dataclass
 class RunFolder:
-    """The run folder a job wrote: where it is, its files, the result they were written from
-    and notes on what was done (read it back with :func:`profiling.reports.read_run`)."""
+    """The run folder a job wrote: where it is, its files, the result they were written from,
+    notes on what was done, and the record the files hold (what
+    :func:`profiling.reports.read_run` reads back)."""
 
     result: ProfileResult
     run_dir: Path
     files: list[Path]
     notes: list[str] = field(default_factory=list)
+    record: Optional[RunRecord] = None
 
 
 def resolve_device(device_config: Any) -> torch.device:
@@ -290,10 +293,10 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     return write_job(job, result, run_dir, print_summary=print_summary)
 
 
-def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path], *,
-              print_summary: Optional[bool] = None) -> RunFolder:
-    """Write the run folder of ``job``'s ``result`` into ``run_dir`` and print its summary
-    (unless ``summary=false`` or ``print_summary=False``)."""
+def job_files(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path]
+              ) -> tuple[dict[str, Any], RunRecord]:
+    """The files of the run folder of ``job``'s ``result`` (with the trace, when asked for),
+    and the record they hold, for ``run_dir``; nothing is written."""
     cfg, model, device, deployment = job.cfg, job.model, job.device, job.deployment
     notes = [*job.notes, *deployment.notes(model, device)]
     dtype = roofline_dtype(cfg, device.type)
@@ -306,22 +309,32 @@ def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path],
         with deployment.running(device, str(cfg.model.name)):
             extra_files[TRACE_FILE] = trace_forward(model, job.inputs, attach=job.attach)
     ceilings = job.ceilings
-    files, notes = run_files(
+    files, record = run_files(
         result, model, config=OmegaConf.to_container(cfg, resolve=True), notes=notes,
         ceilings=ceilings, roofline_dtype=dtype, plots=bool(cfg.get("plots")),
         report=bool(cfg.get("report")),
         ceilings_source=_ceilings_reference(cfg, ceilings) if ceilings is not None else None,
         metadata={"device": str(device), "overrides": _job_overrides(),
                   "checkpoint": getattr(model, "checkpoint_file", None),
-                  "deployment": job.deployed})
+                  "deployment": job.deployed}, directory=run_dir)
     files.update(extra_files)
+    return files, record
+
+
+def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path], *,
+              print_summary: Optional[bool] = None) -> RunFolder:
+    """Write the run folder of ``job``'s ``result`` into ``run_dir`` and print its summary
+    (unless ``summary=false`` or ``print_summary=False``)."""
+    cfg, model = job.cfg, job.model
+    files, record = job_files(job, result, run_dir)
+    notes = record.notes
     run_dir = Path(run_dir)
     paths = write_folder(run_dir, files, overwrite=bool(cfg.run.get("overwrite", False)))
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
-        print(format_summary(result.stages, times=repeat_table(result.timed),
-                             metrics=result.metrics,
+        print(format_summary(record.stages, times=record.times, metrics=record.metrics,
                              totals=run_totals(result, model, job.inputs),
-                             coverage=result.coverage, coverage_hint=COVERAGE_HINT))
+                             coverage=record.meta.get("coverage"),
+                             coverage_hint=COVERAGE_HINT))
         for note in notes:
             print(f"note: {note}")
         if result.uncounted:
@@ -333,7 +346,7 @@ def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path],
             subsequent_indent="  ", break_on_hyphens=False))
         if noise_line(result.noise):
             print(noise_line(result.noise))
-    return RunFolder(result, Path(run_dir), paths, notes)
+    return RunFolder(result, run_dir, paths, notes, record)
 
 
 #: What the coverage line suggests when too little of the forward is in named stages.

@@ -21,21 +21,13 @@ from .cli import ArgumentParser, run_tool
 
 __all__ = ["main", "plot_directory"]
 
-#: the columns of layers.csv that layers.png draws (the name, then numbers)
-_LAYER_COLUMNS = ("module name", "params", "memory(MB)", "duration[%]")
-
-
-def _ceilings(name: Optional[str], explicit: bool):
-    """The ceilings named on the command line, else those the run recorded (if loadable)."""
+def _ceilings(name: Optional[str]):
+    """The ceilings named on the command line (``None``: those the run recorded)."""
     if not name:
         return None
     from profiling.counting import load_ceilings
-    try:
-        return load_ceilings(name)
-    except ProfilingError:
-        if explicit:
-            raise
-        return None
+
+    return load_ceilings(name)
 
 
 def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[list[Path],
@@ -52,14 +44,7 @@ def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[lis
     record = read_run(directory)
     if record.status != "ok":
         raise ProfilingError(f"{directory} is a failed run ({record.error}); nothing to plot")
-    roofline = record.meta.get("roofline") or {}
-    layers_path = directory / "layers.csv"
-    layers = (read_table(layers_path, required=_LAYER_COLUMNS,
-                         numeric=lambda column: column in _LAYER_COLUMNS[1:])
-              if layers_path.is_file() else None)
-    plots, notes = render_plots(record.stages, _ceilings(ceilings or roofline.get("ceilings"),
-                                                         explicit=bool(ceilings)),
-                                str(roofline.get("dtype") or "float32"), layers, record.metrics)
+    plots, notes = render_plots(record, _ceilings(ceilings))
     return write_files(directory, plots), notes
 
 
@@ -72,7 +57,7 @@ def _main(argv: Optional[Sequence[str]]) -> None:
                              "or a YAML file from python -m zoo.calibrate")
     args = parser.parse_args(argv)
     if args.ceilings:
-        _ceilings(args.ceilings, explicit=True)  # a bad file or name fails before any work
+        _ceilings(args.ceilings)  # a bad file or name fails before any work
     paths, notes = plot_directory(args.directory, args.ceilings)
     for note in notes:
         print(f"note: {note}")

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ...errors import ProfilingError
 from ..comparison import FORWARD, MIN_CHANGE, compare_runs, config_differences
-from ..runs import RunRecord
+from ..record import Run, RunRecord, as_record
 from .formatting import significant, stage_key, stage_label
 from .header import IGNORED_OPTIONS, model_name, noise_verdict
 from .page import Page, Section, chart_placeholder, escape
@@ -38,7 +38,7 @@ def check_comparable(records: Sequence[RunRecord]) -> None:
         raise ProfilingError("a comparison needs at least two runs")
     for record in records:
         if record.status != "ok":
-            raise ProfilingError(f"{record.directory} is a failed run ({record.error}); "
+            raise ProfilingError(f"{record.label} is a failed run ({record.error}); "
                                  f"compare finished runs")
     reference = records[0]
     for record in records[1:]:
@@ -48,7 +48,7 @@ def check_comparable(records: Sequence[RunRecord]) -> None:
         common = [n for n in _names(reference) if n in set(_names(record))]
         shown = ", ".join(common[:8]) + (", ..." if len(common) > 8 else "")
         raise ProfilingError(
-            f"{reference.directory} ({first}) and {record.directory} ({second}) profile "
+            f"{reference.label} ({first}) and {record.label} ({second}) profile "
             f"different models, which cannot be compared stage by stage: "
             f"{len(common)} of {len(_names(reference))} stages of {first} match by name"
             + (f" ({shown})" if common else ""))
@@ -142,15 +142,17 @@ def _only_in_one(letter: str, table: pd.DataFrame) -> str:
         f"<p>Every stage call is in both A and {letter}.</p>"
 
 
-def comparison_page(records: Sequence[RunRecord], *, min_change: float = MIN_CHANGE,
+def comparison_page(runs: Sequence[Run], *, min_change: float = MIN_CHANGE,
                     loaded: bool = False) -> Page:
-    """The page comparing ``records[1:]`` each with ``records[0]`` (A)."""
+    """The page comparing ``runs[1:]`` each with ``runs[0]`` (A): records, results in memory
+    or run folders (:func:`~profiling.reports.record.as_record`)."""
+    records = [as_record(run) for run in runs]
     check_comparable(records)
     letters = run_letters(len(records))
     reference = records[0]
     facts = []
     for letter, record in zip(letters, records):
-        facts.append((f"run {letter}", f"{record.directory} ({model_name(record.config)})"))
+        facts.append((f"run {letter}", f"{record.label} ({model_name(record.config)})"))
     for letter, record in zip(letters[1:], records[1:]):
         changes = [f"{k}: {a} -> {b}" for k, (a, b) in
                    config_differences(reference.config, record.config).items()
@@ -184,5 +186,5 @@ def comparison_page(records: Sequence[RunRecord], *, min_change: float = MIN_CHA
             f"A against {letter}", _only_in_one(letter, table) + result.controls(depths)
             + result.render(), anchor=f"table-{letter}",
             note="Counts and bytes are exact; times are medians. MB: 1e6 bytes."))
-    page.data = {"runs": [str(r.directory) for r in records]}
+    page.data = {"runs": [r.label for r in records]}
     return page

@@ -6,7 +6,8 @@ from typing import Any, Mapping, Optional
 
 from ...statistics.noise import unreliable_reasons
 from ..comparison import config_differences
-from ..runs import RunRecord, forward_median
+from ..record import RunRecord
+from ..runs import forward_median
 from .formatting import significant
 
 __all__ = ["model_name", "option_changes", "noise_verdict", "run_facts", "IGNORED_OPTIONS"]

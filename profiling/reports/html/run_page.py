@@ -8,8 +8,8 @@ import pandas as pd
 
 from ...statistics.aggregate import time_column
 from ...errors import ProfilingError
-from ...counting.roofline import Ceilings, load_ceilings
-from ..runs import RunRecord, forward_median
+from ..record import Run, as_record
+from ..runs import forward_median
 from .formatting import stage_label
 from .header import model_name, run_facts
 from .page import Page, Section, chart_placeholder, escape
@@ -19,18 +19,6 @@ from .stage_tree import stage_calls
 from .tables import Column, Table, number_cell, text_cell
 
 __all__ = ["run_page", "stage_table"]
-
-
-def _ceilings(meta: Mapping[str, Any]) -> tuple[Optional[Ceilings], str]:
-    """The ceilings the run recorded for its roofline (``None`` when none or not loadable)."""
-    roofline = meta.get("roofline") or {}
-    dtype = str(roofline.get("dtype") or "float32")
-    if not roofline.get("ceilings"):
-        return None, dtype
-    try:
-        return load_ceilings(str(roofline["ceilings"])), dtype
-    except ProfilingError:
-        return None, dtype
 
 
 def _share(value: Any, total: Optional[float]) -> Any:
@@ -127,14 +115,17 @@ def _split_section(stages: pd.DataFrame, page: Page) -> Optional[Section]:
                         f"boundary, codecs and a real server run.")
 
 
-def run_page(record: RunRecord, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
-    """The page of a finished run (a :class:`~profiling.reports.runs.RunRecord`).
+def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
+    """The page of a finished run: a :class:`~profiling.reports.RunRecord`, a
+    :class:`~profiling.runner.ProfileResult` in memory or a run folder
+    (:func:`~profiling.reports.record.as_record`).
 
     ``defaults``: the default config of the run's model, to list the options that differ
     from it (else the run's command-line overrides are listed).
     """
+    record = as_record(run)
     if record.status != "ok":
-        raise ProfilingError(f"{record.directory} is a failed run ({record.error}); there is "
+        raise ProfilingError(f"{record.label} is a failed run ({record.error}); there is "
                              f"nothing to report")
     stages, meta = record.stages, record.meta
     forward_ms = forward_median(meta)
@@ -156,7 +147,7 @@ def run_page(record: RunRecord, *, defaults: Optional[Mapping[str, Any]] = None)
         "Payload across stage boundaries", chart_placeholder("payload"), anchor="payload",
         note="What each stage call outputs (MB: 1e6 bytes), in forward order, coloured by "
              "nesting depth; an x marks an output of 0 bytes."))
-    ceilings, dtype = _ceilings(meta)
+    ceilings, dtype = record.ceilings, record.roofline_dtype
     roofline = roofline_figure(stages, ceilings, dtype)
     if roofline is not None:
         page.charts["roofline"] = roofline

@@ -11,7 +11,8 @@ import pandas as pd
 
 from ...statistics.aggregate import time_column
 from ...errors import ProfilingError
-from ..runs import RunRecord, _option_columns, _option_values, find_runs, forward_median, read_run
+from ..record import RunRecord, read_run
+from ..runs import _option_columns, _option_values, find_runs, forward_median
 from .formatting import is_missing
 from .header import model_name
 from .page import Page, Section, chart_placeholder, escape
