@@ -2,10 +2,13 @@
 
 For resnet18, swiftnet and gmflow at one size, on the CPU, one table in one run: the forward
 time of PyTorch eager float32, ONNX Runtime float32 and int8, OpenVINO float32 and int8 (each
-the median of the timed forwards with the runtime's profiler off), the share of the runtime's
-node time that maps to stages, and the profiling overhead: the forward with the profiler on
-over the same model in the same runtime with it off, timed in alternation (target: at most
-1.05x).
+the median of the timed forwards of one session alone, its profiler off, with the runtime's
+default threading), the share of the runtime's node time that maps to stages, and the
+profiling overhead: the forward with the profiler on over the same model in the same runtime
+with it off, timed in rotation with a second unprofiled session whose ratio (the
+``control`` column) is the measurement's noise floor (target: at most 1.05x). In that
+rotation ONNX Runtime's idle threads do not spin: with spinning on, the threads of the
+session that just ran take the cores from the next one, which is no cost of profiling.
 
     python benchmarks/runtimes.py --repeats 20 --out results/runtimes_benchmark.md
 
@@ -48,21 +51,26 @@ def _median_ms(run, repeats: int, warmup: int = 2) -> float:
     return float(np.median(times))
 
 
-def _on_off(profiled, runtime: str, feeds, workdir: Path, repeats: int) -> tuple[float, float]:
-    """Median forward (ms) with the runtime's profiler off and on, timed in alternation."""
-    off = make_backend(runtime, profiled.run_file, workdir, "cpu", False,
-                       profiled.quantised_model)
-    on = make_backend(runtime, profiled.run_file, workdir, "cpu", True,
-                      profiled.quantised_model)
-    times = {"off": [], "on": []}
-    for index in range(repeats + 2):
-        for name, backend in (("off", off), ("on", on)) if index % 2 else (("on", on),
-                                                                            ("off", off)):
+def _on_off(profiled, runtime: str, feeds, workdir: Path, rounds: int
+            ) -> tuple[float, float, float]:
+    """Median forward (ms) with the runtime's profiler off, and the ratios of the profiled
+    session (``on``) and of a second unprofiled one (``control``, the noise floor of the
+    measurement) to it: three sessions of the same model, timed in rotation (each round
+    starts with another), ONNX Runtime's idle threads not spinning so that one session's
+    threads do not slow the next one's run."""
+    sessions = {name: make_backend(runtime, profiled.run_file, workdir, "cpu", name == "on",
+                                   profiled.quantised_model, spinning=False)
+                for name in ("off", "on", "control")}
+    names = list(sessions)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for index in range(rounds + 2):
+        for name in names[index % 3:] + names[:index % 3]:
             start = time.perf_counter_ns()
-            backend.run(feeds)
+            sessions[name].run(feeds)
             if index >= 2:
                 times[name].append((time.perf_counter_ns() - start) / 1e6)
-    return float(np.median(times["off"])), float(np.median(times["on"]))
+    off = float(np.median(times["off"]))
+    return off, float(np.median(times["on"])) / off, float(np.median(times["control"])) / off
 
 
 def _model_row(name: str, overrides: list[str], repeats: int, root: Path) -> list[dict]:
@@ -76,10 +84,15 @@ def _model_row(name: str, overrides: list[str], repeats: int, root: Path) -> lis
         profiled = profile_runtime(model, inputs, runtime=runtime, dtype=dtype,
                                    repeats=repeats, attach=job.attach, workdir=workdir,
                                    cache_folder=default_cache_folder())
-        off, on = _on_off(profiled, runtime, tensor_feeds(inputs), workdir, repeats)
-        rows.append({"model": name, "engine": runtime, "dtype": dtype, "forward_ms": off,
+        feeds = tensor_feeds(inputs)
+        alone = make_backend(runtime, profiled.run_file, workdir, "cpu", False,
+                             profiled.quantised_model)
+        forward = _median_ms(lambda: alone.run(feeds), repeats)  # as deployed: one session
+        del alone
+        _, overhead, control = _on_off(profiled, runtime, feeds, workdir, 3 * repeats)
+        rows.append({"model": name, "engine": runtime, "dtype": dtype, "forward_ms": forward,
                      "mapped_share": profiled.deployment.get("mapped_share"),
-                     "overhead": on / off})
+                     "overhead": overhead, "control": control})
         print(rows[-1], flush=True)
     return rows
 
@@ -87,13 +100,16 @@ def _model_row(name: str, overrides: list[str], repeats: int, root: Path) -> lis
 def _table(rows: list[dict], machine: str) -> str:
     lines = [f"Machine: {machine}", "",
              "| model | engine | dtype | forward ms | vs torch | time mapped to stages | "
-             "profiler overhead |", "| --- | --- | --- | --- | --- | --- | --- |"]
+             "profiler overhead | unprofiled control |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     eager = {r["model"]: r["forward_ms"] for r in rows if r["engine"] == "torch eager"}
     for r in rows:
         share = "" if r.get("mapped_share") is None else f"{100 * r['mapped_share']:.1f}%"
-        overhead = f"{r['overhead']:.3f}x" if "overhead" in r else ""
+        overhead, control = (f"{r[key]:.3f}x" if key in r else "" for key in ("overhead",
+                                                                              "control"))
         lines.append(f"| {r['model']} | {r['engine']} | {r['dtype']} | {r['forward_ms']:.3g} | "
-                     f"{eager[r['model']] / r['forward_ms']:.2f}x | {share} | {overhead} |")
+                     f"{eager[r['model']] / r['forward_ms']:.2f}x | {share} | {overhead} | "
+                     f"{control} |")
     return "\n".join(lines)
 
 

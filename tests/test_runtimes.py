@@ -131,6 +131,25 @@ def test_float32_run_has_the_torch_stages_and_times_that_add_up(runtime, tmp_pat
     reference = model(x).detach().numpy()
     assert np.allclose(profiled.outputs[0], reference, atol=1e-5)
     assert profiled.deployment["runtime"] == runtime
+    # the same model timed with the runtime's profiler off, and their ratio
+    unprofiled = profiled.deployment["unprofiled_forward_ms_median"]
+    assert unprofiled > 0
+    assert profiled.deployment["profiler_overhead"] == pytest.approx(
+        np.median(profiled.result.forward_ms) / unprofiled, abs=1e-3)
+
+
+def test_a_slow_runtime_profiler_and_a_slow_int8_are_said():
+    from zoo.runtime import _speed_notes
+
+    info = {"runtime": "onnxruntime", "profiler_overhead": 1.16,
+            "unprofiled_forward_ms_median": 74.5, "int8_speedup": 0.8,
+            "float32_forward_ms_median": 10.5}
+    first, second = _speed_notes(info)
+    assert first.startswith("int8 is slower than float32 in onnxruntime here: 10.5 ms in "
+                            "float32, 1.25x that in int8")
+    assert second.startswith("onnxruntime's profiler made the forward 16% slower here "
+                             "(74.5 ms with it off)")
+    assert _speed_notes({**info, "profiler_overhead": 1.04, "int8_speedup": 1.3}) == []
 
 
 @needs_onnxruntime

@@ -77,13 +77,28 @@ def int8_metric(model_name: str, reference: Any, outputs: Sequence[Any]) -> dict
     return {}
 
 
+#: Above this ratio of the profiled forward to the unprofiled one, the run says so.
+PROFILER_OVERHEAD_NOTED = 1.05
+
+
 def _speed_notes(info: dict[str, Any]) -> list[str]:
+    """What the run should say about speed: int8 slower than float32 (both timed with the
+    runtime's profiler off), and a runtime profiler that slowed the forward noticeably."""
+    notes = []
     speedup = info.get("int8_speedup")
-    if speedup is None or speedup >= 1:
-        return []
-    return [f"int8 is slower than float32 in {info['runtime']} here: "
-            f"{info['float32_forward_ms_median']:.3g} ms in float32, {1 / speedup:.2f}x that in "
-            f"int8 (the quantised operators this CPU runs fast decide it; see docs/runtimes.md)"]
+    if speedup is not None and speedup < 1:
+        notes.append(f"int8 is slower than float32 in {info['runtime']} here: "
+                     f"{info['float32_forward_ms_median']:.3g} ms in float32, "
+                     f"{1 / speedup:.2f}x that in int8 (the quantised operators this CPU runs "
+                     f"fast decide it; see docs/runtimes.md)")
+    overhead = info.get("profiler_overhead")
+    if overhead is not None and overhead > PROFILER_OVERHEAD_NOTED:
+        notes.append(f"{info['runtime']}'s profiler made the forward {overhead - 1:.0%} slower "
+                     f"here ({info['unprofiled_forward_ms_median']:.3g} ms with it off): the "
+                     f"stage times and the total are the profiled ones, the unprofiled forward "
+                     f"is meta.json's deployment.unprofiled_forward_ms_median "
+                     f"(docs/runtimes.md)")
+    return notes
 
 
 def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,

@@ -14,15 +14,16 @@ __all__ = ["make_backend", "quantise", "plain_forward_ms"]
 
 
 def make_backend(runtime: str, path: Path, workdir: Path, device_type: str, profile: bool,
-                 quantised_model: Any = None):
+                 quantised_model: Any = None, *, spinning: bool = True):
     """An :class:`~.onnxruntime_backend.OnnxRuntimeBackend` or
     :class:`~.openvino_backend.OpenVinoBackend` of the file at ``path`` (or of NNCF's
-    ``quantised_model``), its profiler on when ``profile``."""
+    ``quantised_model``), its profiler on when ``profile``; ``spinning=False`` keeps ONNX
+    Runtime's idle threads from spinning (for sessions that take turns on the same cores)."""
     if runtime == "onnxruntime":
         from .onnxruntime_backend import OnnxRuntimeBackend, default_provider
 
         return OnnxRuntimeBackend(path, workdir, provider=default_provider(device_type),
-                                  profile=profile)
+                                  profile=profile, spinning=spinning)
     from .openvino_backend import OpenVinoBackend
 
     return OpenVinoBackend(quantised_model if quantised_model is not None else path,
@@ -47,9 +48,11 @@ def quantise(runtime: str, exported: ExportedModel, workdir: Path,
 
 
 def plain_forward_ms(runtime: str, path: Path, workdir: Path, device_type: str,
-                     feeds: Sequence[np.ndarray], warmup: int, repeats: int) -> list[float]:
-    """Forward times (ms) of the model at ``path`` in ``runtime``, its profiler off."""
-    backend = make_backend(runtime, path, workdir, device_type, False)
+                     feeds: Sequence[np.ndarray], warmup: int, repeats: int,
+                     quantised_model: Any = None) -> list[float]:
+    """Forward times (ms) of the model at ``path`` (or NNCF's ``quantised_model``) in
+    ``runtime``, its profiler off."""
+    backend = make_backend(runtime, path, workdir, device_type, False, quantised_model)
     times = []
     for index in range(warmup + repeats):
         start = time.perf_counter_ns()
