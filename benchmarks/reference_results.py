@@ -54,8 +54,8 @@ def prune(device: str, folder: Path) -> None:
                 path.unlink()
             elif path.is_dir() and not any(path.iterdir()):
                 path.rmdir()
-    multirun = folder / "multirun.yaml"
-    multirun.unlink(missing_ok=True)
+    for name in ("multirun.yaml", ".stagezoo"):  # the sweep's own files, not results
+        (folder / name).unlink(missing_ok=True)
 
 
 def _row(run: Path) -> dict[str, str]:
