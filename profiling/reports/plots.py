@@ -237,10 +237,11 @@ def plot_roofline(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
                      s=24)
     _number_points(axes, rows[keep], intensity, achieved)
     if ceilings is None:
-        axes.text(1.02, 0.0, "No roof drawn: no ceilings\nfor this device. Give them\nwith "
-                  "roofline.ceilings=\n(a YAML from python -m\nzoo.calibrate, or a preset)\n"
+        # under the axis label, where neither the points nor the list of stages are
+        axes.text(0.0, -0.13, "No roof drawn: no ceilings for this device. Give them with "
+                  "roofline.ceilings= (a YAML from python -m zoo.calibrate, or a preset)\n"
                   "or zoo.plot --ceilings.", transform=axes.transAxes, fontsize=8,
-                  va="bottom", ha="left",
+                  va="top", ha="left",
                   bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "0.6"})
     else:
         from ..counting.roofline import attainable_flops
