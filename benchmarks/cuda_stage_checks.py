@@ -38,7 +38,7 @@ from profiling.stages.attach import attach_stages  # noqa: E402
 from profiling.collectors.cuda_memory import CudaMemory  # noqa: E402
 from profiling.collectors.timing import CudaTime  # noqa: E402
 from profiling.collectors.trace_ranges import TraceRanges  # noqa: E402
-from profiling.runner.passes import call_model  # noqa: E402
+from profiling.stages import call_model  # noqa: E402
 from profiling.trace.export import export_trace  # noqa: E402
 from profiling.trace.summary import (gpu_work_per_range, read_trace_events,  # noqa: E402
                                      sync_calls)

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from profiling import Session  # noqa: E402
 from profiling.stages.attach import attach_stages  # noqa: E402
 from profiling.collectors.trace_ranges import TraceRanges  # noqa: E402
-from profiling.runner.passes import call_model  # noqa: E402
+from profiling.stages import call_model  # noqa: E402
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ import torch
 
 from profiling.stages.payload import payload_bytes, walk_payload
 from profiling.reports.metadata import device_description
-from profiling.runner.passes import call_model
+from profiling.stages import call_model
 from zoo.tools.job import prepare
 from zoo.tools.cli import compose_config
 

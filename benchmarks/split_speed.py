@@ -1,7 +1,7 @@
 """Speed of the split analysis (``python -m zoo.split``'s work), against the issue's targets.
 
 Each case builds the model and its inputs as ``zoo.split`` does, then times
-:func:`profiling.split.analyse_cuts` (one forward under the liveness collector, the cut table,
+:func:`profiling.runner.analyse_cuts` (one forward under the liveness collector, the cut table,
 every storage compressed once with the default codec, zlib) and, beside it,
 one plain forward of the same model and input (after a warm-up), so that the analysis's own
 overhead reads as a ratio whatever the machine. Targets (issue 13), on the 2-core CI VM:
@@ -27,8 +27,9 @@ import time
 
 import torch
 
-from profiling.runner.passes import call_model
-from profiling.split.analysis import DEFAULT_CODECS, analyse_cuts, cut_table
+from profiling.stages import call_model
+from profiling.runner import analyse_cuts
+from profiling.split import DEFAULT_CODECS, cut_table
 from zoo.tools.job import prepare
 from zoo.tools.cli import compose_config
 

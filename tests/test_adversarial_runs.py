@@ -13,7 +13,7 @@ import pytest
 from cli_runner import run_main
 from profiling import stage
 from profiling.errors import ProfilingError
-from profiling.reports.files import remove_stale_temporaries, write_folder
+from profiling.files import remove_stale_temporaries, write_folder
 from zoo.tools import job as app
 from zoo.base import ZooModel
 from zoo.tools.cli import describe_failure

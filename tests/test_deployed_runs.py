@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from profiling.stages.payload import iter_leaves
-from profiling.runner.passes import call_model
+from profiling.stages import call_model
 from zoo.tools.job import prepare, run_profile
 from zoo.tools.cli import compose_config
 from zoo.deploy import Deployment, roofline_dtype

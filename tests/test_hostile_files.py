@@ -13,7 +13,7 @@ import pytest
 from cli_runner import run_main
 from profiling import ProfilingError
 from profiling.counting.roofline import load_ceilings
-from profiling.reports import read_json, read_yaml
+from profiling.files import read_json, read_yaml
 from zoo.errors import ConfigError
 from zoo.tools import collect, compare, plot
 from zoo.tools import cli as tool_cli

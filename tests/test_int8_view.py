@@ -74,7 +74,8 @@ def test_npu_presets_give_int8_ceilings_with_their_data_sheet():
 
 def test_split_estimate_on_an_npu_uses_the_int8_peak_and_one_byte_per_element():
     from profiling.counting import PRESETS
-    from profiling.split import analyse_cuts, cut_table
+    from profiling.runner import analyse_cuts
+    from profiling.split import cut_table
 
     model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 2)).eval()
     x = torch.randn(1, 4)

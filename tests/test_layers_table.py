@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from profiling.counting import OpCounting, count_ops
-from profiling.reports.files import write_files
+from profiling.files import write_files
 from profiling.reports.layers_table import (LAYER_COLUMNS, layers_table, render_layers_text,
                                             layers_files)
 

@@ -133,3 +133,25 @@ def test_zoo_uses_only_the_public_api_of_profiling():
                for module, targets in GRAPH.items() if module.startswith("zoo")}
     assert {module: names for module, names in reached.items() if names} == {}
 
+
+
+#: profiling's packages from the ground up: each imports only those on its floor or below
+#: (docs/architecture.md draws them so). The files and the stages stand on the ground; the
+#: counting knows no timer, the statistics no collector, and the split analysis's forward
+#: runs in the runner, above the liveness collector it uses.
+FLOORS = (("errors", "_exports"), ("files", "stages"), ("counting",), ("statistics",),
+          ("split",), ("collectors",), ("runner", "trace"), ("reports", "runtimes"))
+
+
+def _floor(module: str) -> int:
+    package = module.split(".")[1] if "." in module else ""
+    return next((level for level, names in enumerate(FLOORS) if package in names), len(FLOORS))
+
+
+def test_profiling_packages_import_only_downward():
+    upward = {module: sorted(name for name in targets if name.startswith("profiling.")
+                             and _floor(name) > _floor(module))
+              for module, targets in GRAPH.items() if module.startswith("profiling.")}
+    assert {module: names for module, names in upward.items() if names} == {}
+    assert {_floor(module) for module in SOURCES if module.startswith("profiling.")} <= set(
+        range(len(FLOORS)))  # every package has its floor

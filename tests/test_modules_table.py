@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from profiling.counting import count_ops
-from profiling.reports.files import write_files
+from profiling.files import write_files
 from profiling.reports.modules_table import (MODULE_COLUMNS, modules_table,
                                              render_modules_text, modules_files)
 

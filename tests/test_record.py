@@ -10,8 +10,8 @@ from torch import nn
 
 from profiling import profile_model
 from profiling.counting import ceilings
-from profiling.reports import (as_record, compare_runs, read_run, run_files, run_record,
-                               write_folder, write_run)
+from profiling.files import write_folder
+from profiling.reports import as_record, compare_runs, read_run, run_files, run_record, write_run
 
 COLLECTORS = ["payload", "tensor_memory", "op_counts", "cpu_time"]
 ATTACH = {"conv": "0", "act": "1", "pool": "2"}

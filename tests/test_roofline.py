@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from profiling.errors import ProfilingError
+from profiling.statistics import time_column
 from profiling.counting.roofline import (PRESETS, Ceilings, add_roofline_columns, attainable_flops,
                                 bound, ceilings, load_ceilings, save_ceilings)
 
@@ -38,7 +39,7 @@ def test_stage_columns_with_a_measured_time():
     stages = pd.DataFrame({"name": ["conv", "add", "view"], "flops": [5e8, 1e6, 0],
                            "bytes_read": [1e6, 8e6, 0], "bytes_written": [1e6, 4e6, 0],
                            "cpu_time_ms_median": [1000.0, 1.0, 0.0]})
-    add_roofline_columns(stages, device)
+    add_roofline_columns(stages, device, time_column="cpu_time_ms_median")
     assert list(stages["arithmetic_intensity"][:2]) == [250.0, 1e6 / 12e6]
     assert math.isnan(stages["arithmetic_intensity"][2])
     assert list(stages["bound"]) == ["compute", "memory", ""]
@@ -53,7 +54,7 @@ def test_cuda_time_is_preferred_and_time_is_optional():
     device = ceilings("l4")
     stages = pd.DataFrame({"flops": [1e9], "bytes_read": [1e6], "bytes_written": [0.0],
                            "cpu_time_ms_median": [10.0], "cuda_time_ms_median": [1.0]})
-    add_roofline_columns(stages, device)
+    add_roofline_columns(stages, device, time_column=time_column(stages))
     assert stages["achieved_flops_per_s"][0] == pytest.approx(1e12)
     untimed = add_roofline_columns(stages[["flops", "bytes_read", "bytes_written"]].copy(),
                                    device)

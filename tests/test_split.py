@@ -11,7 +11,8 @@ import torch
 from profiling import stage
 from profiling.collectors.liveness import Liveness, encoded_bytes
 from profiling.runner.passes import profile_model
-from profiling.split import analyse_cuts, best_cuts, cut_table, split_latency
+from profiling.runner import analyse_cuts
+from profiling.split import best_cuts, cut_table, split_latency
 
 X = torch.tensor([[1.0, -2.0, 3.0, 4.0]])  # 16 bytes
 

@@ -15,7 +15,8 @@ from profiling import stage
 from profiling.split.byte_ranges import merge_ranges, ranges_size, subtract_ranges, view_ranges
 from profiling.split.encodings import quantise_int8
 from profiling.stages.payload import walk_payload
-from profiling.split.analysis import analyse_cuts, cut_table, pareto_front
+from profiling.runner import analyse_cuts
+from profiling.split import cut_table, pareto_front
 from zoo.tools.split_report import cut_lines, cut_names
 
 X = torch.tensor([[1.0, -2.0, 3.0, 4.0]])  # 16 bytes

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from profiling.split.analysis import analyse_cuts, cut_table
+from profiling.runner import analyse_cuts
+from profiling.split import cut_table
 from zoo.tools.job import prepare
 from zoo.tools.cli import compose_config
 

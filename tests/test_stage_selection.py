@@ -89,7 +89,7 @@ def test_every_model_config_declares_the_stage_options():
 
 
 def test_split_cuts_after_every_block_of_the_finer_stages():
-    from profiling.split.analysis import analyse_cuts
+    from profiling.runner import analyse_cuts
 
     cfg = compose_config(["model=torchvision", "model.arch=resnet18", "model.stage_depth=2",
                           "device=meta"])

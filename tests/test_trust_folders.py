@@ -11,7 +11,7 @@ import pytest
 
 from cli_runner import run_main
 from profiling.errors import ProfilingError
-from profiling.reports.files import MARKER, write_file, write_folder
+from profiling.files import MARKER, write_file, write_folder
 from zoo.tools import job
 from zoo.tools.cli import CONFIG_DIR, check_overrides
 from zoo.errors import ConfigError

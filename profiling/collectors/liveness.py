@@ -12,7 +12,7 @@ first operator; the forward's outputs count as read after the last one.
 Candidate cuts: before the first operator (``input``), after each stage call (nested ones
 too: ``model.stage_depth=2`` gives a cut after every block),
 after the forward (``output``), plus whatever :meth:`Liveness.mark` is called for (module
-boundaries, see :func:`profiling.split.analyse_cuts`) and, with ``every_op``, after every
+boundaries, see :func:`profiling.runner.analyse_cuts`) and, with ``every_op``, after every
 operator. Each operator is also priced with the counting formulas
 (:mod:`profiling.counting`), so the FLOPs and bytes done before each cut are known.
 """
@@ -171,7 +171,7 @@ class Liveness(Collector):
     What it cannot see: values that are not tensors (Python numbers such as image sizes),
     parameters and buffers (both sides of a split hold the weights). The inputs are counted
     only when given. The outputs are the tensors passed to :meth:`set_outputs` before the
-    forward ends (:func:`profiling.split.analyse_cuts` does it); without that call they are
+    forward ends (:func:`profiling.runner.analyse_cuts` does it); without that call they are
     the storages still alive after the forward, which also takes in any tensor the model keeps
     between forwards (such as cached anchors).
 

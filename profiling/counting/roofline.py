@@ -73,8 +73,9 @@ from typing import Any, Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..statistics.aggregate import time_column as default_time_column
 from ..errors import ProfilingError
+from ..files.reading import read_yaml
+from ..files.writing import write_file
 
 __all__ = ["Ceilings", "PRESETS", "attainable_flops", "bound", "ceilings", "ceilings_for_device",
            "load_ceilings", "roofline_seconds", "stage_points",
@@ -204,8 +205,6 @@ def load_ceilings(name_or_path: Union[str, Path]) -> Ceilings:
     path = Path(name_or_path)
     if path.suffix.lower() not in (".yaml", ".yml"):
         return ceilings(str(name_or_path))
-    from ..reports.structured_files import read_yaml
-
     if not path.is_file():
         raise ProfilingError(f"ceilings file not found: {path}")
     data = read_yaml(path)
@@ -242,8 +241,6 @@ def save_ceilings(device: Ceilings, path: Union[str, Path]) -> Path:
     data = {"name": device.name, "source": device.source,
             "peak_flops_per_s": {k: float(v) for k, v in device.peak_flops_per_s.items()},
             "memory_bandwidth_bytes_per_s": float(device.memory_bandwidth_bytes_per_s)}
-    from ..reports.files import write_file  # whole or not at all
-
     path = Path(path)
     write_file(path, yaml.safe_dump(data, sort_keys=False))
     return path
@@ -289,9 +286,10 @@ def add_roofline_columns(stages: pd.DataFrame, device: Ceilings, dtype: str = "f
 
     Needs the columns ``flops``, ``bytes_read`` and ``bytes_written``; adds
     ``arithmetic_intensity`` (FLOP/byte; empty for a stage that moves no bytes),
-    ``attainable_flops_per_s`` and ``bound`` (``compute`` or ``memory``). Where a time column
-    exists (``time_column``, else ``cuda_time_ms_median``, else ``cpu_time_ms_median``) it also
-    adds ``achieved_flops_per_s`` and ``roofline_fraction`` (achieved / attainable).
+    ``attainable_flops_per_s`` and ``bound`` (``compute`` or ``memory``). Given the table's
+    time column in ms (``time_column``, e.g. ``cuda_time_ms_median``: see
+    :func:`profiling.statistics.time_column`), it also adds ``achieved_flops_per_s`` and
+    ``roofline_fraction`` (achieved / attainable).
     """
     missing = [c for c in ("flops", "bytes_read", "bytes_written") if c not in stages.columns]
     if missing:
@@ -303,9 +301,8 @@ def add_roofline_columns(stages: pd.DataFrame, device: Ceilings, dtype: str = "f
     stages["arithmetic_intensity"] = intensity
     stages["attainable_flops_per_s"] = attainable_flops(intensity.to_numpy(), device, dtype)
     stages["bound"] = [bound(i, device, dtype) for i in intensity]
-    column = time_column or default_time_column(stages)
-    if column is not None and column in stages.columns:
-        seconds = stages[column].astype(float) / 1e3
+    if time_column is not None and time_column in stages.columns:
+        seconds = stages[time_column].astype(float) / 1e3
         stages["achieved_flops_per_s"] = flops / seconds.where(seconds > 0)
         stages["roofline_fraction"] = (stages["achieved_flops_per_s"]
                                        / stages["attainable_flops_per_s"])

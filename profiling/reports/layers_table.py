@@ -153,6 +153,6 @@ def render_layers_text(table: pd.DataFrame, dispatcher: Optional[Mapping[str, in
 def layers_files(table: pd.DataFrame, dispatcher: Optional[Mapping[str, int]] = None
                  ) -> dict[str, Any]:
     """``{"layers.csv": numbers, "layers.txt": torchstat's printout}`` for
-    :func:`~profiling.reports.write_files` (``dispatcher``: see
+    :func:`~profiling.files.write_files` (``dispatcher``: see
     :func:`render_layers_text`)."""
     return {"layers.csv": table, "layers.txt": render_layers_text(table, dispatcher)}

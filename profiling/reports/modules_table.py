@@ -157,6 +157,6 @@ def modules_files(model: nn.Module, records: Mapping[str, ModuleRecord],
                   max_depth: Optional[int] = None,
                   seconds: Optional[Mapping[str, float]] = None) -> dict[str, Any]:
     """``{"modules.csv": ..., "modules.txt": ...}`` for
-    :func:`~profiling.reports.write_files` (arguments as :func:`modules_table`)."""
+    :func:`~profiling.files.write_files` (arguments as :func:`modules_table`)."""
     table = modules_table(model, records, seconds)
     return {"modules.csv": table, "modules.txt": render_modules_text(model, table, max_depth)}

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Un
 import pandas as pd
 
 from ..errors import ProfilingError
-from .structured_files import read_json, read_table
+from ..files.reading import read_json, read_table
 
 if TYPE_CHECKING:
     import torch
@@ -139,14 +139,14 @@ def run_record(result: "ProfileResult", model: Optional["torch.nn.Module"] = Non
     """
     from ..counting.roofline import add_roofline_columns
     from ..stages.payload import device_type_of
-    from ..statistics.aggregate import repeat_table
+    from ..statistics.aggregate import repeat_table, time_column
     from .layers_table import layers_table
     from .metadata import run_metadata
 
     counted = result.totals is not None
     stages = result.stages.copy()
     if ceilings is not None and counted:
-        add_roofline_columns(stages, ceilings, roofline_dtype)
+        add_roofline_columns(stages, ceilings, roofline_dtype, time_column(stages))
     layers = None
     if model is not None and result.module_counts is not None:
         layers = layers_table(model, result.module_counts, result.module_seconds[0])

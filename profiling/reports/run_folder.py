@@ -18,7 +18,7 @@ The files (their names are the constants below; the output contract of the READM
 ``report.html``    with ``report=True``: the run's page (:mod:`profiling.reports.html`)
 =================  ===========================================================================
 
-The folder is written whole or not at all (:func:`~profiling.reports.write_folder`).
+The folder is written whole or not at all (:func:`~profiling.files.write_folder`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import torch
 
 from ..errors import require_extra
 from ..runner.passes import ProfileResult
-from .files import Content, write_folder
+from ..files.writing import Content, write_folder
 from .layers_table import layers_files
 from .metadata import host_name
 from .modules_table import modules_files

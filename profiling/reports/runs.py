@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 import pandas as pd
 
 from ..errors import ProfilingError
-from .files import write_file
+from ..files.writing import write_file
 from .record import ERROR_FILE, META_FILE, RunRecord, read_run
 
 __all__ = ["find_runs", "collect_runs", "write_failure", "flatten_config", "write_table",

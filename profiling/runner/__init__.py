@@ -1,6 +1,6 @@
 """Running a model under profiling: the measurement passes, warm-up and timed repeats
-(:func:`profile_model` gives a :class:`ProfileResult`), and ``torch.compile`` with the stage
-markers as graph boundaries."""
+(:func:`profile_model` gives a :class:`ProfileResult`), ``torch.compile`` with the stage
+markers as graph boundaries, and the forward of a split analysis (:func:`analyse_cuts`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from .._exports import lazy_exports
 #: Each public name and the module that defines it.
 _EXPORTS = {
     "ProfileResult": "passes", "profile_model": "passes", "check_run_options": "passes",
-    "call_model": "passes", "with_more_repeats": "passes",
+    "with_more_repeats": "passes",
+    "analyse_cuts": "split_pass", "module_marks": "split_pass",
     "compile_model": "compiled", "compile_report": "compiled", "CompileReport": "compiled",
     "cxx_compiler": "compiled", "COMPILE_MODES": "compiled",
 }

@@ -14,7 +14,7 @@ from ..stages.attach import attach_stages
 from ..collectors import PASSES, Collector, Metric, declared_metrics, make_collectors
 from ..statistics.coverage import stage_coverage, with_other_calls
 from ..errors import ProfilingError
-from ..stages.guards import (BufferGuard, FreshInputs, check_collector_devices,
+from ..stages.guards import (BufferGuard, FreshInputs, call_model, check_collector_devices,
                              check_collectors_argument, check_mode, fresh_copy)
 from ..statistics.noise import machine_state, noise_report
 from ..stages.payload import device_type_of
@@ -22,8 +22,7 @@ from ..stages.session import Session
 from ..stages.markers import StageCall
 from ..statistics.intervals import AutoRepeats, relative_half_width
 
-__all__ = ["ProfileResult", "profile_model", "check_run_options", "call_model",
-           "with_more_repeats"]
+__all__ = ["ProfileResult", "profile_model", "check_run_options", "with_more_repeats"]
 
 #: the output before any pass has given it
 _NOT_YET = object()
@@ -120,13 +119,6 @@ def _passes(collectors: Sequence[Union[str, Collector]]
     timing = groups.pop("timed", [])
     ranked = sorted(groups, key=lambda n: PASSES.index(n) if n in PASSES else len(PASSES))
     return [(name, groups[name]) for name in ranked], timing
-
-
-def call_model(model: Callable, inputs: Union[Sequence[Any], Mapping[str, Any]]) -> Any:
-    """``model(*inputs)``, or ``model(**inputs)`` for a mapping."""
-    if isinstance(inputs, Mapping):
-        return model(**inputs)
-    return model(*inputs)
 
 
 def _fresh_arguments(fresh: FreshInputs, collectors: Sequence[Collector]) -> tuple[Any, bool]:

@@ -1,6 +1,8 @@
 """Split-point analysis: where to cut a forward between an edge device and a server. The
 bytes alive across each cut, how they can be encoded and compressed, and the end-to-end
-latency of each cut over a link."""
+latency of each cut over a link. The forward itself runs under the liveness collector in
+:func:`profiling.runner.analyse_cuts`; this package holds what that collector and the cut
+table share, below the collectors."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ from .._exports import lazy_exports
 
 #: Each public name and the module that defines it.
 _EXPORTS = {
-    "SplitAnalysis": "analysis", "analyse_cuts": "analysis", "cut_table": "analysis",
-    "module_marks": "analysis", "pareto_front": "analysis", "DEFAULT_CODECS": "analysis",
+    "SplitAnalysis": "analysis", "cut_table": "analysis", "pareto_front": "analysis",
+    "DEFAULT_CODECS": "analysis",
     "Cut": "cuts", "CutTensor": "cuts", "Mark": "cuts", "build_cuts": "cuts",
     "alive_bytes": "cuts",
     "ByteRanges": "byte_ranges", "view_ranges": "byte_ranges", "merge_ranges": "byte_ranges",

@@ -1,7 +1,7 @@
 """Split-point analysis: where to cut a forward between an edge device and a server.
 
-:func:`analyse_cuts` runs one forward under :class:`~profiling.collectors.liveness.Liveness`
-and takes as candidate cuts the input, the end of every top-level stage call, the output, and
+:func:`~profiling.runner.analyse_cuts` runs one forward under
+:class:`~profiling.collectors.liveness.Liveness` and gives a :class:`SplitAnalysis`: it takes as candidate cuts the input, the end of every top-level stage call, the output, and
 as asked the end of every module call down to a depth of the module tree (``depth``: the
 point where a block's output is complete, whatever stages the model declares) or every
 operator boundary (``every_op``). For each candidate the liveness gives the tensors alive
@@ -18,26 +18,18 @@ lives in :mod:`profiling.split.latency`.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+from typing import Iterator, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
-import torch
 
-from ..stages.attach import attach_stages
-from ..collectors.liveness import Liveness
 from .cuts import Cut
 from .encodings import SIZE_ENCODINGS
-from ..errors import ProfilingError
 from ..counting.roofline import Ceilings, roofline_seconds
-from ..runner.passes import call_model
-from ..stages.session import Session
 from .latency import best_cuts, split_latency, top_level_times
 
-__all__ = ["SplitAnalysis", "analyse_cuts", "cut_table", "module_marks", "pareto_front",
-           "DEFAULT_CODECS"]
+__all__ = ["SplitAnalysis", "cut_table", "pareto_front", "DEFAULT_CODECS"]
 
 #: The codecs measured unless others are asked for: zlib alone, so that a CPU analysis stays
 #: within seconds (with it, int8+zlib adds a quarter of zlib's time and zstd next to nothing;
@@ -47,7 +39,7 @@ DEFAULT_CODECS = ("zlib",)
 
 @dataclass
 class SplitAnalysis:
-    """What :func:`analyse_cuts` found: the candidate cuts and the forward's timeline.
+    """What :func:`~profiling.runner.analyse_cuts` found: the candidate cuts and the forward's timeline.
 
     Attributes:
         cuts: every candidate cut, in forward order.
@@ -72,64 +64,6 @@ class SplitAnalysis:
 
     def __len__(self) -> int:
         return len(self.cuts)
-
-
-@contextmanager
-def module_marks(model: torch.nn.Module, depth: int, liveness: Liveness) -> Iterator[None]:
-    """Mark a candidate cut when each submodule down to ``depth`` (``layer1`` is 1,
-    ``layer1.0`` is 2) returns, for as long as the block runs; the hooks are removed on the way
-    out, also after an exception. A module called again gets ``path[i]`` for its call ``i``."""
-    handles = []
-    try:
-        for path, module in model.named_modules():
-            if path and path.count(".") < depth:
-                handles.append(module.register_forward_hook(_mark_hook(path, liveness)))
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
-def _mark_hook(path: str, liveness: Liveness):
-    calls = [0]
-
-    def hook(module, args, output):
-        liveness.mark(path + (f"[{calls[0]}]" if calls[0] else ""), "module")
-        calls[0] += 1
-    return hook
-
-
-def analyse_cuts(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[str, Any]], *,
-                 attach: Optional[Mapping[str, str]] = None,
-                 codecs: Sequence[str] = DEFAULT_CODECS, depth: int = 0,
-                 every_op: bool = False, codec: Optional[str] = None) -> SplitAnalysis:
-    """Run one forward under the liveness collector and return its candidate cuts.
-
-    Args:
-        model: the model (stages in its code or ``attach`` make the top-level cuts).
-        inputs: positional (a sequence) or keyword (a mapping) arguments of the forward.
-        attach: extra stages attached to submodules, ``{stage: module_path}``.
-        codecs: codecs of :data:`~profiling.split.CODECS` to measure (ignored on meta).
-        depth: also cut after every module call down to this depth of the module tree.
-        every_op: also cut after every operator.
-        codec: a single codec instead of ``codecs`` (``None`` with ``codecs=()``: none).
-    """
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-        raise ProfilingError(f"depth must be an integer >= 0, got {depth!r}")
-    if codec is not None:
-        codecs = (codec,)
-    liveness = Liveness(inputs=inputs, codecs=codecs, every_op=every_op)
-    with torch.inference_mode(), attach_stages(model, attach or {}), \
-            module_marks(model, depth, liveness), Session([liveness]) as session:
-        with session.forward():
-            output = call_model(model, inputs)
-            liveness.set_outputs(output)  # kept alive until the cut after the forward is taken
-    del output
-    return SplitAnalysis(liveness.cuts, liveness.timeline, liveness.op_names,
-                         liveness.op_flops, liveness.op_bytes,
-                         [(call.name, call.call_index, first, last)
-                          for call, first, last in liveness.stage_spans],
-                         liveness.codecs if liveness.keep_content else ())
 
 
 def pareto_front(costs: Sequence[float], sizes: Sequence[float]) -> np.ndarray:

@@ -16,7 +16,7 @@ _EXPORTS = {
     "payload_bytes": "payload", "format_shape": "payload", "device_type_of": "payload",
     "FreshInputs": "guards", "fresh_copy": "guards", "BufferGuard": "guards",
     "check_mode": "guards",
-    "check_collectors_argument": "guards",
+    "check_collectors_argument": "guards", "call_model": "guards",
     "element_bytes": "byte_view", "int8_view": "byte_view",
 }
 

@@ -13,14 +13,23 @@ from later passes; :func:`check_mode` refuses a training-mode model unless asked
 from __future__ import annotations
 
 import copy
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import torch
 
 from ..errors import ProfilingError
 from .payload import iter_tensors
 
-__all__ = ["FreshInputs", "fresh_copy", "BufferGuard", "check_mode", "check_collectors_argument"]
+__all__ = ["FreshInputs", "fresh_copy", "BufferGuard", "check_mode", "check_collectors_argument",
+           "call_model"]
+
+
+def call_model(model: Callable, inputs: Union[Sequence[Any], Mapping[str, Any]]) -> Any:
+    """``model(*inputs)``, or ``model(**inputs)`` for a mapping: how every pass calls the
+    model with its inputs."""
+    if isinstance(inputs, Mapping):
+        return model(**inputs)
+    return model(*inputs)
 
 
 def check_collectors_argument(collectors: Any) -> None:

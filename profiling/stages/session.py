@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Protocol, Sequence
 
 from ..errors import mark_stage
 from . import markers as _stages
 from .markers import StageCall
 from .payload import walk_payload
 
-if TYPE_CHECKING:  # the stages sit below the collectors, which measure them
-    from ..collectors.base import Collector
+__all__ = ["Session", "Measuring"]
 
-__all__ = ["Session"]
+
+class Measuring(Protocol):
+    """What a session asks of each of its collectors, in this order: ``start_forward`` at
+    the start of a forward, ``enter`` and ``exit`` at every stage boundary, ``end_forward``
+    at its end, ``close`` when the session closes. :class:`profiling.collectors.Collector`
+    is one; the stages sit below the collectors, which measure them."""
+
+    def start_forward(self) -> None: ...
+
+    def enter(self, call: StageCall) -> None: ...
+
+    def exit(self, call: StageCall) -> None: ...
+
+    def end_forward(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Session:
@@ -34,7 +48,7 @@ class Session:
         record_payload: walk and keep the payload of every stage's inputs and outputs.
     """
 
-    def __init__(self, collectors: Sequence[Collector] = (), *, record_payload: bool = False
+    def __init__(self, collectors: Sequence[Measuring] = (), *, record_payload: bool = False
                  ) -> None:
         self.collectors = list(collectors)
         # bound methods, looked up once: they run at every stage boundary
@@ -61,7 +75,7 @@ class Session:
     def forward(self) -> Iterator["Session"]:
         """Bracket one forward pass; its calls are appended to :attr:`forwards` at the end."""
         self.calls, self.events, self._stack, self._counts = [], [], [], {}
-        started: list[Collector] = []
+        started: list[Measuring] = []
         try:
             for collector in self.collectors:
                 collector.start_forward()

@@ -12,7 +12,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from ..stages.attach import attach_stages
 from ..collectors.trace_ranges import TraceRanges
-from ..runner.passes import call_model
+from ..stages.guards import call_model
 from ..stages.session import Session
 
 __all__ = ["export_trace", "trace_forward"]

@@ -18,7 +18,8 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
-from profiling.reports import RunRecord, compare_paired_runs, holds_files, write_folder
+from profiling.files import holds_files, write_folder
+from profiling.reports import RunRecord, compare_paired_runs
 from profiling.runner import with_more_repeats
 from profiling.statistics import AB_MIN_CHANGE, machine_state, noise_report
 

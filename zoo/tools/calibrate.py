@@ -18,7 +18,7 @@ from typing import Callable, Optional, Sequence
 import torch
 
 from profiling.counting import Ceilings, save_ceilings
-from profiling.reports import check_output_file
+from profiling.files import check_output_file
 
 from .cli import ArgumentParser, run_tool
 from ..errors import ConfigError

@@ -16,8 +16,8 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
-from profiling.reports import TABLE_FORMATS, check_output_file, collect_runs, find_runs, \
-    write_table
+from profiling.files import check_output_file
+from profiling.reports import TABLE_FORMATS, collect_runs, find_runs, write_table
 
 from .cli import ArgumentParser, run_tool
 from .resolvers import run_stamp

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from profiling import ProfilingError
-from profiling.reports import MIN_CHANGE, check_output_file, compare_runs, format_comparison, \
-    read_run, write_table
+from profiling.files import check_output_file
+from profiling.reports import MIN_CHANGE, compare_runs, format_comparison, read_run, write_table
 from profiling.statistics import AB_MIN_CHANGE
 
 from .ab_compare import AB_ROUNDS, COMPARE_FILE, default_compare_folder, run_ab

@@ -2,7 +2,7 @@
 naming it (exit 2), in well under a second.
 
 Hydra would expand a YAML file's aliases into a config (aliases of aliases stand for billions
-of values) and recurse through its nesting; :func:`profiling.reports.read_yaml` refuses both
+of values) and recurse through its nesting; :func:`profiling.files.read_yaml` refuses both
 first. Then every value of the file's ``run``, ``input``, ``roofline`` and ``device`` sections
 is checked against the option schema, so a mapping where a number belongs names the file that
 holds it; the ``model`` section is checked once the model is known, with the composed config.
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Union
 
 from profiling import ProfilingError
-from profiling.reports import read_yaml
+from profiling.files import read_yaml
 
 from ..errors import ConfigError
 from ..options import SCHEMA, check_value, suggest

@@ -14,8 +14,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from profiling import add_context, require_extra
 from profiling.counting import Ceilings, ceilings_for_device, load_ceilings
-from profiling.reports import TRACE_FILE, RunRecord, format_summary, run_files, run_totals, \
-    write_folder
+from profiling.files import write_folder
+from profiling.reports import TRACE_FILE, RunRecord, format_summary, run_files, run_totals
 from profiling.runner import ProfileResult, check_run_options, profile_model
 from profiling.stages import iter_tensors
 from profiling.statistics import AutoRepeats, noise_line
@@ -282,7 +282,7 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     """Build the model, profile it and write the run's files into ``run_dir``.
 
     Every input is checked before anything is written; the files appear all together at the
-    end (see :func:`profiling.reports.write_files`).
+    end (see :func:`profiling.files.write_folder`).
     """
     job = prepare_job(cfg)
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):

@@ -15,7 +15,8 @@ from typing import Optional, Sequence
 
 
 from profiling import ProfilingError, require_extra
-from profiling.reports import read_run, read_table, write_files
+from profiling.files import read_table, write_files
+from profiling.reports import read_run
 
 from .cli import ArgumentParser, run_tool
 

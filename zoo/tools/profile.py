@@ -67,11 +67,10 @@ def _overwrite(arguments: Sequence[str]) -> bool:
 
 def _check_output_folders(arguments: Sequence[str]) -> Optional[tuple[Path, Path]]:
     """Refuse an output folder that may not be written, before any work
-    (:func:`profiling.reports.files.check_replaceable`). For a sweep that replaces an old
+    (:func:`profiling.files.check_replaceable`). For a sweep that replaces an old
     one, return ``(sweep folder, staging folder)``: the jobs write into the staging folder,
     which replaces the old sweep only once they are done."""
-    from profiling.reports import check_replaceable, check_writable, holds_files, \
-        staging_folder
+    from profiling.files import check_replaceable, check_writable, holds_files, staging_folder
 
     multirun = any(a in ("-m", "--multirun") for a in arguments)
     if multirun and hydra_value(arguments, "hydra.sweep.subdir") is not None:
@@ -170,7 +169,7 @@ def _main() -> None:
     finally:
         sys.argv[1:] = arguments
     if staged is not None:
-        from profiling.reports import replace_folder
+        from profiling.files import replace_folder
 
         replace_folder(staged[1], staged[0])
         print(f"sweep folder: {staged[0]} (the old sweep replaced)")

@@ -127,7 +127,8 @@ def _run(argv: Optional[Sequence[str]]) -> None:
     args = _parser().parse_args(argv)
     codecs = _check_arguments(args)
     from profiling.counting import load_ceilings
-    from profiling.reports import check_replaceable, check_writable, read_run, write_folder
+    from profiling.files import check_replaceable, check_writable, write_folder
+    from profiling.reports import read_run
 
     if args.out is not None:  # checked before the work: never an analysis lost at the end
         check_replaceable(args.out, option=None)

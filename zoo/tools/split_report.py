@@ -11,7 +11,8 @@ import torch
 from profiling import MissingExtra, require_extra
 from profiling.counting import Ceilings
 from profiling.reports import shorten
-from profiling.split import analyse_cuts, best_cuts, cut_table, encodings_of, split_latency
+from profiling.runner import analyse_cuts
+from profiling.split import best_cuts, cut_table, encodings_of, split_latency
 from profiling.stages import int8_view, iter_tensors
 
 from .job import prepare

@@ -158,7 +158,7 @@ class SweepSummary(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global last_sweep
-        from profiling.reports import mark_folder
+        from profiling.files import mark_folder
 
         last_sweep = None
         mark_folder(config.hydra.sweep.dir)  # run.overwrite may replace this sweep later

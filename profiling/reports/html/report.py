@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from ...errors import ProfilingError
 from ..comparison import MIN_CHANGE
-from ..files import write_files
+from ...files.writing import write_files
 from ..record import RunRecord, read_run
 from .compare_page import comparison_page
 from .page import Page

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["write_files", "write_folder", "write_file", "replace_folder", "mark_folder",
-           "holds_marker", "check_replaceable", "check_writable", "check_output_file", "staging_folder", "remove_stale_temporaries",
-           "holds_files", "MARKER", "Content"]
+           "holds_marker", "check_replaceable", "check_writable", "check_output_file",
+           "staging_folder", "remove_stale_temporaries", "holds_files", "MARKER", "Content"]
 
 Content = Union[str, bytes, "pd.DataFrame"]
 
