@@ -14,7 +14,7 @@ from profiling import profile_model, stage
 from profiling.stages import PayloadGroup, TensorLeaf
 from profiling.runtimes import missing_packages
 from profiling.runtimes.int8_payload import quantised_payload
-from profiling.runtimes.stage_map import StageMap, enclosing_paths
+from profiling.runtimes.stage_map import StageMap, enclosing_paths, part_path
 
 needs_onnxruntime = pytest.mark.skipif(bool(missing_packages("onnxruntime", "int8")),
                                        reason="the runtimes extra is not installed")
@@ -69,6 +69,15 @@ def test_stage_map_follows_runtime_names_back_to_exported_nodes():
                                            "node_add": 0.5, "Transpose": 0.25})
     assert times == {"enc#0": 5.0, "enc#0/act#0": 2.0}  # a parent includes its children
     assert unmapped == 0.75
+
+
+def test_a_path_inside_a_part_takes_the_call_indices_of_the_whole_forward():
+    before = {"conv": 2, "block": 1, "body": 1}  # calls made before the part started
+    assert part_path("body#0", "block#0/conv#0", before) == "body#0/block#1/conv#2"
+    assert part_path("body#0", "block#1/conv#1", before) == "body#0/block#2/conv#3"
+    assert part_path("", "head#0", before) == "head#0"  # a name not seen before
+    assert part_path("body#0", "", before) == "body#0"  # a node outside the part's stages
+    assert part_path("", "a#b#0", {"a#b": 4}) == "a#b#4"  # a name with '#' in it
 
 
 def test_quantised_payload_counts_one_byte_per_quantised_element():
@@ -254,6 +263,83 @@ def test_parts_that_do_not_export_run_in_pytorch_and_say_so(runtime, dtype, tmp_
     assert np.allclose(profiled.outputs[0], expected, atol=tolerance)
 
 
+class Block(nn.Module):
+    """A convolution inside a code stage named ``conv``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with stage("conv", x) as s:
+            return s.output(torch.relu(self.conv(x)))
+
+
+class Body(nn.Module):
+    """Calls its one block twice."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = Block()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(self.block(x))
+
+
+class Repeating(nn.Module):
+    """``conv`` stages in PyTorch before and after an exported part (``body``) that enters
+    ``block`` and ``conv`` twice; a branch on a value keeps the whole model from exporting."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 4, 1)
+        self.body = Body()
+        self.head = nn.Conv2d(4, 2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stem(x)
+        with stage("conv", x) as s:
+            x = s.output(x * 2.0 if float(x.mean()) > -1e9 else x)
+        x = self.body(x)
+        with stage("conv", x) as s:
+            x = s.output(x + 1.0)
+        return self.head(x)
+
+
+@needs_onnxruntime
+def test_a_stage_repeated_inside_a_part_keeps_the_call_indices_of_a_torch_run(tmp_path):
+    from profiling.runtimes import profile_runtime
+
+    torch.manual_seed(0)
+    model, x = Repeating().eval(), torch.randn(1, 3, 8, 8)
+    attach = {"body": "body", "block": "body.block"}
+    profiled = profile_runtime(model, (x,), runtime="onnxruntime", repeats=2, attach=attach,
+                               workdir=tmp_path)
+    assert set(profiled.deployment["parts"]) == {"stem", "body", "head"}
+    torch_run = profile_model(model, (x,), collectors=["payload"], attach=attach, repeats=1)
+    columns = ["stage", "parent", "depth", "call_index"]
+    assert profiled.result.stages[columns].values.tolist() == \
+        torch_run.stages[columns].values.tolist()
+    stages = profiled.result.stages
+    engines = {(name, index): engine for name, index, engine, kind in zip(
+        stages["stage"], stages["call_index"], stages["engine"], stages["kind"])
+        if kind == "stage"}
+    assert engines == {("conv", 0): "torch", ("body", 0): "onnxruntime",
+                       ("block", 0): "onnxruntime", ("conv", 1): "onnxruntime",
+                       ("block", 1): "onnxruntime", ("conv", 2): "onnxruntime",
+                       ("conv", 3): "torch"}
+    for forward, forward_ms in zip(profiled.result.timed, profiled.result.forward_ms):
+        times = {(c.name, c.call_index): c.metrics["cpu_time_ms"] for c in forward}
+        # each conv call has its own engine's time: the runtime's nodes inside the part,
+        # PyTorch's clock around the code before and after it
+        assert all(times[("conv", index)] > 0 for index in range(4))
+        for block in (0, 1):  # the block's only nodes are its conv's
+            assert times[("block", block)] == pytest.approx(times[("conv", block + 1)])
+        assert times[("body", 0)] >= times[("block", 0)] + times[("block", 1)]
+        assert sum(c.metrics["cpu_time_ms"] for c in forward if c.depth == 0) == \
+            pytest.approx(forward_ms)
+
+
 @needs_onnxruntime
 def test_an_export_is_cached_by_model_options_and_input_shape(monkeypatch, tmp_path):
     from profiling.runtimes import profile_runtime
@@ -360,3 +446,29 @@ def test_a_model_the_runtime_cannot_run_whole_runs_in_parts(monkeypatch, tmp_pat
     assert set(profiled.deployment["parts"]) == {"encoder", "head"}
     engines = dict(zip(profiled.result.stages["stage"], profiled.result.stages["engine"]))
     assert (engines["conv"], engines["scale"]) == ("onnxruntime", "torch")
+
+
+def test_onnxruntime_on_cuda_needs_the_cuda_execution_provider(monkeypatch):
+    pytest.importorskip("onnxruntime")
+    from profiling import ProfilingError
+    from profiling.runtimes import default_provider
+    from zoo.deploy import Deployment
+    from zoo.errors import ConfigError
+
+    def providers(*names):
+        monkeypatch.setattr("onnxruntime.get_available_providers", lambda: list(names))
+
+    providers("CUDAExecutionProvider", "CPUExecutionProvider")
+    assert default_provider("cuda") == "CUDAExecutionProvider"
+    assert default_provider("cpu") == "CPUExecutionProvider"
+    Deployment(runtime="onnxruntime").check(torch.device("cuda"))  # accepted
+    providers("CPUExecutionProvider")  # the CPU-only package: it would run on the CPU
+    assert default_provider("cpu") == "CPUExecutionProvider"
+    with pytest.raises(ProfilingError, match="install onnxruntime-gpu in place of onnxruntime"):
+        default_provider("cuda")
+    with pytest.raises(ProfilingError, match="needs its CUDAExecutionProvider"):
+        Deployment(runtime="onnxruntime").check(torch.device("cuda"))  # before any model
+    Deployment(runtime="onnxruntime").check(torch.device("cpu"))
+    providers("TensorrtExecutionProvider", "CPUExecutionProvider")
+    with pytest.raises(ProfilingError):
+        default_provider("cuda")

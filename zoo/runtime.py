@@ -54,6 +54,10 @@ def check_runtime(deployment: Any, device: torch.device) -> None:
     if device.type == "cuda" and deployment.dtype == "int8":
         raise ConfigError("run.dtype=int8 runs on device=cpu here (the quantised operators are "
                           "CPU kernels); use device=cpu")
+    if runtime == "onnxruntime":  # before the model is built: a GPU run needs CUDA's provider
+        from profiling.runtimes import default_provider
+
+        default_provider(device.type)
 
 
 def int8_metric(model_name: str, reference: Any, outputs: Sequence[Any]) -> dict[str, float]:

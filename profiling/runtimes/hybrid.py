@@ -28,7 +28,7 @@ from .graph import load_graph
 from .int8_payload import quantise_call_payloads
 from .quiet import quiet
 from .runtime_profile import RuntimeProfile, call_paths, output_difference, runtime_stage_map
-from .stage_map import enclosing_paths
+from .stage_map import enclosing_paths, part_path
 
 __all__ = ["profile_parts"]
 
@@ -103,7 +103,7 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
                   progress: Optional[Callable[[str, int, int], None]] = None):
     """Profile ``model`` with its exported parts (``entry.parts``) in ``runtime`` and the
     rest in PyTorch; a :class:`~.profile.RuntimeProfile` as for a whole model."""
-    captured = capture_module_calls(model, inputs)
+    captured = capture_module_calls(model, inputs, attach)
     parts = [Part(path, exported, captured[path]) for path, exported in entry.parts.items()
              if path in captured]
     in_torch = dict(entry.in_torch)
@@ -133,17 +133,18 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
     mapped_ms = node_ms = 0.0
     for part, backend, stage_map in zip(parts, backends, maps):
         prefixes = part.prefixes[-count:]
+        before = part.captured.calls_before
         runs = []
         for prefix, node_times in zip(prefixes, backend.node_times(0)[-count:]):
             times, unmapped = stage_map.stage_times(node_times)
-            runs.append({f"{prefix}/{p}" if prefix else p: ms for p, ms in times.items()})
+            runs.append({part_path(prefix, p, before): ms for p, ms in times.items()})
             top = sum(ms for p, ms in times.items() if "/" not in p)
             if prefix:  # a node outside the part's own stages is in the stage around it
                 top, unmapped = top + unmapped, 0.0
             mapped_ms, node_ms = mapped_ms + top, node_ms + top + unmapped
         inner_runs.append(runs)
         prefix = prefixes[-1] if prefixes else ""
-        own = {f"{prefix}/{p}" if prefix else p: p for tag in set(
+        own = {part_path(prefix, p, before): p for tag in set(
             part.exported.node_stages.values()) for p in enclosing_paths(tag)}
         part_paths.append(own)
         inside.update(own)

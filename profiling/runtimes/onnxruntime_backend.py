@@ -14,11 +14,13 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..errors import ProfilingError
 from .graph import load_graph
 
-__all__ = ["OnnxRuntimeBackend"]
+__all__ = ["OnnxRuntimeBackend", "cuda_provider_available", "default_provider"]
 
 _KERNEL = "_kernel_time"
+_CUDA = "CUDAExecutionProvider"
 
 
 class OnnxRuntimeBackend:
@@ -97,14 +99,24 @@ class OnnxRuntimeBackend:
 
 
 def cuda_provider_available() -> bool:
-    """Whether this ONNX Runtime has the CUDA execution provider."""
+    """Whether this ONNX Runtime has the CUDA execution provider (``onnxruntime-gpu`` has it,
+    ``onnxruntime`` does not)."""
     import onnxruntime as ort
 
-    return "CUDAExecutionProvider" in ort.get_available_providers()
+    return _CUDA in ort.get_available_providers()
 
 
 def default_provider(device_type: str) -> str:
-    """The execution provider for a ``device`` (CUDA where asked for and present)."""
-    return "CUDAExecutionProvider" if device_type == "cuda" else "CPUExecutionProvider"
+    """The execution provider for a ``device`` type: CUDA's for ``cuda``, else the CPU's.
 
-
+    Raises :class:`~profiling.ProfilingError` for ``cuda`` when this ONNX Runtime lacks the
+    CUDA provider: asked for it anyway, ONNX Runtime warns and runs on the CPU, and its
+    times would be reported as GPU times.
+    """
+    if device_type != "cuda":
+        return "CPUExecutionProvider"
+    if not cuda_provider_available():
+        raise ProfilingError("ONNX Runtime on a CUDA device needs its CUDAExecutionProvider, "
+                             "which the installed onnxruntime does not have; install "
+                             "onnxruntime-gpu in place of onnxruntime, or run on the CPU")
+    return _CUDA

@@ -14,13 +14,15 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from ..stages.attach import attach_stages
 from ..stages.markers import active_session
+from ..stages.session import Session
 from .export import ExportedModel, stage_path
 
 __all__ = ["Captured", "Part", "capture_module_calls", "exportable_parts", "runtime_parts",
@@ -49,12 +51,19 @@ def tensor_feeds(value: Any) -> list[np.ndarray]:
 
 @dataclass
 class Captured:
-    """A module's call in an eager forward: its inputs, its output and how often it ran."""
+    """A module's call in an eager forward: its inputs, its output and how often it ran.
+
+    Attributes:
+        calls_before: stage and probe calls per name made before its first call began.
+        calls_inside: those made during its first call (its own attached stage excluded).
+    """
 
     args: tuple
     kwargs: dict
     output: Any
     count: int = 1
+    calls_before: dict[str, int] = field(default_factory=dict)
+    calls_inside: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -74,36 +83,48 @@ class Part:
     prefixes: list[str] = field(default_factory=list)
 
 
-def capture_module_calls(model: torch.nn.Module, inputs: Sequence[Any]) -> dict[str, Captured]:
+def capture_module_calls(model: torch.nn.Module, inputs: Sequence[Any],
+                         attach: Optional[Mapping[str, str]] = None) -> dict[str, Captured]:
     """Every submodule's first call in one eager forward of ``model(*inputs)``, with how many
-    times it was called (hooks removed on the way out)."""
+    times it was called and the stage calls (markers and ``attach``) around and inside it
+    (hooks removed on the way out)."""
     captured: dict[str, Captured] = {}
+    finished: set[str] = set()
     handles = []
+    session = Session()
 
     def hooks(path: str):
         def before(module, args, kwargs):
             if path in captured:
                 captured[path].count += 1
             else:
-                captured[path] = Captured(tuple(args), dict(kwargs), None)
+                captured[path] = Captured(tuple(args), dict(kwargs), None,
+                                          calls_before=session.call_counts)
 
         def after(module, args, kwargs, output):
-            if captured[path].output is None:
-                captured[path].output = output
+            if path not in finished:
+                finished.add(path)
+                call = captured[path]
+                call.output = output
+                call.calls_inside = {name: count - call.calls_before.get(name, 0) for name, count
+                                     in session.call_counts.items()
+                                     if count > call.calls_before.get(name, 0)}
 
         return before, after
 
-    try:
-        for path, module in model.named_modules():
-            if path:
-                before, after = hooks(path)
-                handles.append(module.register_forward_pre_hook(before, with_kwargs=True))
-                handles.append(module.register_forward_hook(after, with_kwargs=True))
-        with torch.no_grad():
-            model(*inputs)
-    finally:
-        for handle in handles:
-            handle.remove()
+    # the stages' own hooks go first: a part's attached stage opens before the part starts
+    with session, attach_stages(model, attach or {}):
+        try:
+            for path, module in model.named_modules():
+                if path:
+                    before, after = hooks(path)
+                    handles.append(module.register_forward_pre_hook(before, with_kwargs=True))
+                    handles.append(module.register_forward_hook(after, with_kwargs=True))
+            with torch.no_grad():
+                model(*inputs)
+        finally:
+            for handle in handles:
+                handle.remove()
     return captured
 
 
@@ -146,6 +167,8 @@ def _runtime_forward(part: Part, run: Callable[[list[np.ndarray]], list[np.ndarr
     def forward(*args: Any, **kwargs: Any) -> Any:
         session = active_session()
         part.prefixes.append(stage_path(session.open_calls) if session is not None else "")
+        if session is not None:  # the stages after the part keep their torch call indices
+            session.skip_calls(part.captured.calls_inside)
         outputs = iter(run(tensor_feeds((args, kwargs))))
         values = [torch.from_numpy(np.ascontiguousarray(next(outputs)))
                   if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping, Optional
 
-__all__ = ["StageMap", "enclosing_paths"]
+__all__ = ["StageMap", "enclosing_paths", "part_path"]
 
 _SUFFIX = re.compile(r"(_nchwc|_token_\d+|_QuantizeLinear(_Output)?|_DequantizeLinear(_Output)?"
                      r"|_quantized|_output_\d+|_\d+_reorder|_fused|_kernel_time)$")
@@ -24,6 +24,18 @@ def enclosing_paths(path: str) -> list[str]:
     """``a#0/b#1`` -> ``["a#0", "a#0/b#1"]``: the stage call and every call around it."""
     parts = path.split("/") if path else []
     return ["/".join(parts[:i + 1]) for i in range(len(parts))]
+
+
+def part_path(prefix: str, path: str, calls_before: Mapping[str, int]) -> str:
+    """A stage path inside an exported part as the whole forward names it: under ``prefix``
+    (the stage calls open around the part), each call index moved on by the calls of its name
+    made before the part (``calls_before``), since the part's export counted from 0:
+    ``("body#0", "block#1/conv#0", {"conv": 2})`` -> ``"body#0/block#1/conv#2"``."""
+    calls = []
+    for call in path.split("/") if path else []:
+        name, _, index = call.rpartition("#")
+        calls.append(f"{name}#{int(index) + calls_before.get(name, 0)}")
+    return "/".join([prefix, *calls] if prefix else calls)
 
 
 class StageMap:

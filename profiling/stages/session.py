@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Protocol, Sequence
+from typing import Any, Iterator, Mapping, Optional, Protocol, Sequence
 
 from ..errors import mark_stage
 from . import markers as _stages
@@ -100,6 +100,18 @@ class Session:
     def open_calls(self) -> tuple[StageCall, ...]:
         """The stage calls open now, outermost first."""
         return tuple(self._stack)
+
+    @property
+    def call_counts(self) -> dict[str, int]:
+        """How many calls of each stage or probe name this forward has made so far."""
+        return dict(self._counts)
+
+    def skip_calls(self, counts: Mapping[str, int]) -> None:
+        """Count ``counts`` (name -> calls) as made, though no marker ran them (a part of the
+        model that an inference runtime ran): the calls after them get the call indices that
+        a plain PyTorch forward gives them."""
+        for name, count in counts.items():
+            self._counts[name] = self._counts.get(name, 0) + count
 
     @property
     def current(self) -> Optional[StageCall]:
