@@ -28,6 +28,8 @@ META = ["device=meta", "summary=false", "input.size=[32,32]"]
     (["input.batch=${nowhere.key}"], "input.batch: cannot resolve the interpolation"),
     (["run.seed=${oc.decode:'[1'}"], "run.seed: cannot resolve the interpolation"),
     (["plots=${oc.env:ZOO_NOT_SET_ANYWHERE}"], "plots: cannot resolve the interpolation"),
+    (["summary=false", "summary=${oc.env:ZOO_NOT_SET_ANYWHERE}"],
+     "summary: cannot resolve the interpolation"),  # the last value given counts
     (["input.size=5"], "input.size=5 is not accepted; accepted: null or [..., ...] with "),
     (["collectors=5"], "collectors=5 is not accepted"),
     (["model=swiftnet", "model.spp_grids=8"], "model.spp_grids=8 is not accepted"),
@@ -46,6 +48,29 @@ def test_input_mistakes_are_one_line_and_exit_2(overrides, expected, tmp_path, c
     assert outcome.code == 2, outcome
     assert expected in outcome.line
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("overrides, key, value", [
+    (["summary=${oc.env:ZOO_NOT_SET_ANYWHERE}", "summary=false"], "summary", False),
+    (["run.seed=${oc.env:ZOO_NOT_SET_ANYWHERE}", "run.seed=7"], "run.seed", 7),
+    (["input.size=${nowhere.key}", "input.size=[32,48]"], "input.size", [32, 48]),
+    (["run.repeats=abc", "run.repeats=2"], "run.repeats", 2),
+])
+def test_an_option_given_twice_takes_its_last_value(overrides, key, value, tmp_path, capsys,
+                                                    monkeypatch):
+    """As Hydra composes the config, whatever the first value was, even one that cannot be
+    resolved; ``meta.json`` records the overrides as they were typed."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ZOO_NOT_SET_ANYWHERE", raising=False)
+    outcome = run_main(main, [*META, "model=swiftnet", *overrides,
+                              f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
+    assert outcome.code == 0, outcome
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    node = meta["config"]
+    for part in key.split("."):
+        node = node[part]
+    assert node == value
+    assert meta["overrides"][-2:] == overrides
 
 
 def test_an_unresolvable_output_folder_is_exit_2(tmp_path, capsys, monkeypatch):

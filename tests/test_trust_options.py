@@ -144,3 +144,73 @@ def test_every_model_option_has_a_declared_type_as_strict_as_its_builder():
                 builder = checker_for_annotation(hints[option])
                 loose = [p for p in probes if declared.ok(p) and not builder.ok(p)]
                 assert loose == [], (path.name, option, loose)
+
+
+def _user_configs(folder: Path, files: dict[str, str]) -> str:
+    """A user's config folder holding ``files`` (relative path -> YAML), and the
+    ``hydra.searchpath`` override that adds it."""
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return f"hydra.searchpath=[file://{folder}]"
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("model:\n  num_classes: {code}\n", "model.num_classes._target_ in experiment file"),
+    ("run:\n  seed: [1, {code}]\n", "run.seed[1]._target_ in experiment file"),
+    ("hydra:\n  callbacks:\n    evil: {code}\n", "'hydra.callbacks' is not an option in "
+                                                  "experiment file"),
+    ("hydra:\n  launcher: {code}\n", "hydra.launcher._target_' is not an option in experiment"),
+    ("hydra:\n  sweeper:\n    params:\n      run.seed: [{code}]\n",
+     "hydra.sweeper.params.run.seed[0]._target_ in experiment file"),
+    ("run:\n  repeats: {{a: 1}}\n", "run.repeats={'a': 1} is not accepted"),
+])
+def test_an_experiment_from_a_search_path_folder_is_checked_like_a_shipped_one(
+        body, expected, tmp_path, capsys, monkeypatch):
+    built = []
+    monkeypatch.setattr(zoo.tools.job, "create_model", lambda *a, **k: built.append(a))
+    pwned = tmp_path / "pwned"
+    search = _user_configs(tmp_path / "mine", {"experiment/mine.yaml": "# @package _global_\n"
+                                               + body.format(code=_opener(pwned))})
+    outcome = run_main(main, ["model=torchvision", *META, search, "experiment=mine",
+                              f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
+    assert outcome.code == 2, outcome
+    assert expected in outcome.line
+    assert str(tmp_path / "mine" / "experiment" / "mine.yaml") in outcome.line
+    assert built == [] and not pwned.exists() and not (tmp_path / "run").exists()
+
+
+def test_an_experiment_from_a_search_path_folder_runs(tmp_path, capsys, monkeypatch):
+    search = _user_configs(tmp_path / "mine", {
+        "experiment/mine.yaml": "# @package _global_\nrun:\n  seed: 3\nmodel:\n  num_classes: 5\n"})
+    outcome = run_main(main, ["model=swiftnet", *META, search, "experiment=mine",
+                              f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
+    assert outcome.code == 0, outcome
+    config = json.loads((tmp_path / "run" / "meta.json").read_text())["config"]
+    assert (config["run"]["seed"], config["model"]["num_classes"]) == (3, 5)
+
+
+@pytest.mark.parametrize("files, expected", [
+    ({"hydra/job_logging/mine.yaml": "root:\n  level: INFO\n",
+      "experiment/mine.yaml": "# @package _global_\n"},
+     "holds hydra/: Hydra's own settings (launchers, logging, callbacks) come from the shipped"),
+    ({"experiment/mine.yaml": "# @package _global_\ndefaults:\n  - override /model: mine\n",
+      "model/mine.yaml": "# @package _global_\ndefaults:\n  - swiftnet@model\nhydra:\n"
+                         "  callbacks:\n    evil: {code}\n"},
+     "hydra.callbacks is set by a config in a hydra.searchpath folder"),
+    ({"experiment/mine.yaml": "# @package _global_\ndefaults:\n  - override /model: mine\n",
+      "model/mine.yaml": "_target_: {code}\nname: swiftnet\n"},
+     "model._target_="),
+])
+def test_a_search_path_folder_cannot_change_what_hydra_runs(files, expected, tmp_path, capsys,
+                                                            monkeypatch):
+    """Whatever file of the user's folder sets it: a nested defaults list, Hydra's own
+    groups, a model config of the user's."""
+    pwned = tmp_path / "pwned"
+    search = _user_configs(tmp_path / "mine", {name: text.format(code=_opener(pwned))
+                                               for name, text in files.items()})
+    outcome = run_main(main, [*META, search, "experiment=mine",
+                              f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
+    assert outcome.code == 2, outcome
+    assert expected in outcome.line
+    assert not pwned.exists() and not (tmp_path / "run").exists()

@@ -22,8 +22,8 @@ from typing import Any, Mapping, Optional, Union
 from .errors import ConfigError
 
 __all__ = ["INSTANTIATE_KEYS", "MODEL_TARGET", "BOOLEAN_SPELLINGS", "instantiate_key_in",
-           "check_override", "check_plain_config", "check_boolean_spelling",
-           "check_yaml_booleans"]
+           "check_override", "check_option_name", "check_hydra_section", "check_plain_config",
+           "check_boolean_spelling", "check_yaml_booleans"]
 
 #: The keys with which Hydra's ``instantiate`` calls or configures a callable.
 INSTANTIATE_KEYS = ("_target_", "_args_", "_partial_", "_recursive_", "_convert_")
@@ -77,14 +77,7 @@ def check_override(override: str) -> None:
 
     key, _, text = override.partition("=")
     name = key.lstrip("+~")
-    parts = re.split(r"[./]", name)
-    if any(part in INSTANTIATE_KEYS for part in parts) or name == "_target_":
-        raise _refuse_code(f"'{name}' is not an option", "(given on the command line)")
-    if any(name == h or name.startswith(h + ".") for h in _HYDRA_CODE):
-        raise ConfigError(f"'{name}' is not an option: the shipped configs set Hydra's "
-                          f"callbacks and logging")
-    if name in _HYDRA_FIXED:
-        raise ConfigError(f"'{name}' is not an option: {_HYDRA_FIXED[name]}")
+    check_option_name(name, "(given on the command line)")
     try:
         parsed = OverridesParser.create().parse_override(override)
     except Exception:  # noqa: BLE001  (a malformed override is reported by the composition)
@@ -96,6 +89,35 @@ def check_override(override: str) -> None:
         if found:
             raise _refuse_code(f"{found} (in {override})", "is refused")
     check_boolean_spelling(name, text)
+
+
+def check_option_name(name: str, origin: str) -> None:
+    """Refuse a dotted option ``name`` (given ``origin``: on the command line, in a file) that
+    is or holds an instantiation key, or that sets a part of ``hydra`` naming callables or
+    one fixed by the tools."""
+    parts = re.split(r"[./]", name)
+    if any(part in INSTANTIATE_KEYS for part in parts) or name == "_target_":
+        raise _refuse_code(f"'{name}' is not an option", origin)
+    if any(name == h or name.startswith(h + ".") for h in _HYDRA_CODE):
+        raise ConfigError(f"'{name}' is not an option {origin}: the shipped configs set "
+                          f"Hydra's callbacks and logging")
+    if name in _HYDRA_FIXED:
+        raise ConfigError(f"'{name}' is not an option {origin}: {_HYDRA_FIXED[name]}")
+
+
+def check_hydra_section(section: Any, origin: str) -> None:
+    """Refuse a file's ``hydra`` section (``origin`` names the file) that sets what
+    :func:`check_option_name` refuses on the command line, at any depth."""
+    def walk(node: Any, name: str) -> None:
+        check_option_name(name, origin)
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                walk(value, f"{name}.{key}")
+
+    walk(section, "hydra")
+    found = instantiate_key_in(section, "hydra")  # inside lists too
+    if found:
+        raise _refuse_code(found, origin)
 
 
 def check_boolean_spelling(name: str, text: str) -> None:

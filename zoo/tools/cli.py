@@ -30,7 +30,7 @@ from ..errors import ConfigError
 __all__ = ["CONFIG_DIR", "EXIT_BAD_INPUT", "EXIT_FAILURE", "EXIT_INTERRUPTED", "ArgumentParser",
            "run_tool", "exit_with", "fail", "describe_failure", "log_directory",
            "user_log_directory", "config_options",
-           "compose_config", "check_overrides"]
+           "compose_config", "check_overrides", "command_line_overrides"]
 
 EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED = 2, 1, 130
 
@@ -294,33 +294,82 @@ def check_overrides(overrides: Sequence[str], config_name: str = "profile") -> O
     is accepted.
     """
     from ..user_values import check_override
-    from .experiment_files import check_experiment_file
+    from .search_path import search_folders, search_path_overrides
 
     try:
         for override in overrides:
             if not override.startswith("-"):
                 check_override(override)
-            name, _, value = override.partition("=")
-            for experiment in value.split(",") if name.lstrip("+") == "experiment" else []:
-                if (CONFIG_DIR / "experiment" / f"{experiment}.yaml").is_file():
-                    check_experiment_file(CONFIG_DIR / "experiment" / f"{experiment}.yaml")
+        folders = search_folders(overrides)
     except ConfigError as error:
         return str(error)
     plain = [o for o in overrides if not o.startswith("hydra.") and not o.startswith("-")]
+    searched = search_path_overrides(overrides)
     try:
         variants = _variants(plain)
     except Exception as error:  # noqa: BLE001  (the parser raises its own error types)
         return f"cannot parse the overrides: {str(error).splitlines()[0]}"
     for variant in variants:
         try:
-            cfg = compose_config(variant, config_name)
+            _check_experiments(variant, folders)
+            cfg = compose_config([*variant, *searched], config_name)
+        except ConfigError as error:
+            return str(error)
         except Exception as error:  # noqa: BLE001  (any composition error is a bad input)
             return _explain(error, variant, config_name)
         try:
             check_composed(cfg)
+            if folders:
+                _check_hydra_settings([*variant, *searched], config_name)
         except ConfigError as error:
             return str(error)
     return None
+
+
+def _check_hydra_settings(overrides: Sequence[str], config_name: str) -> None:
+    """Refuse a Hydra setting that names code and that a file of a ``hydra.searchpath``
+    folder changed (:func:`~.search_path.check_hydra_settings`)."""
+    from .search_path import check_hydra_settings, hydra_choices
+
+    composed = compose_config(overrides, config_name, hydra=True).hydra
+    check_hydra_settings(composed, compose_config(hydra_choices(composed), config_name,
+                                                  hydra=True).hydra)
+
+
+def _check_experiments(variant: Sequence[str], folders: Sequence[Path]) -> None:
+    """Check, before Hydra reads them, the experiment files that ``variant`` (one job's
+    overrides) chooses, from the shipped configs or a ``hydra.searchpath`` folder."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from .experiment_files import check_experiment_file
+    from .search_path import experiment_file
+
+    for override in variant:
+        if override.split("=", 1)[0].lstrip("+") != "experiment":
+            continue
+        try:
+            value = OverridesParser.create().parse_override(override).value()
+        except Exception:  # noqa: BLE001  (a malformed override is reported by the composition)
+            continue
+        for name in value if isinstance(value, list) else [value]:
+            path = experiment_file(str(name), folders, CONFIG_DIR) if name is not None \
+                else None
+            if path is not None:
+                check_experiment_file(path)
+
+
+def command_line_overrides(task: Any) -> list[str]:
+    """Hydra's ``overrides.task`` as the texts given on the command line, in order.
+
+    Hydra keeps them in a config node, where the ``${...}`` of an override's text reads as an
+    interpolation; resolved, an earlier value that a later one replaces
+    (``summary=${oc.env:UNSET} summary=false``) would fail, while the later value wins
+    everywhere else.
+    """
+    from omegaconf import OmegaConf
+
+    texts = OmegaConf.to_container(task, resolve=False) if OmegaConf.is_config(task) else task
+    return [str(text) for text in texts]
 
 
 def hydra_value(overrides: Sequence[str], key: str) -> Optional[str]:

@@ -3,9 +3,13 @@ naming it (exit 2), in well under a second.
 
 Hydra would expand a YAML file's aliases into a config (aliases of aliases stand for billions
 of values) and recurse through its nesting; :func:`profiling.files.read_yaml` refuses both
-first. Then every value of the file's ``run``, ``input``, ``roofline`` and ``device`` sections
-is checked against the option schema, so a mapping where a number belongs names the file that
-holds it; the ``model`` section is checked once the model is known, with the composed config.
+first. No value may hold an instantiation key (``_target_``, ...), and the file's ``hydra``
+section may set nothing that the command line may not (callbacks, logging, a target). Then
+every value of the file's ``run``, ``input``, ``roofline`` and ``device`` sections is checked
+against the option schema, so a mapping where a number belongs names the file that holds it;
+the ``model`` section's types are checked once the model is known, with the composed config.
+The same checks hold for a shipped experiment and for one found in a folder of
+``hydra.searchpath`` (:mod:`.search_path`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from profiling.files import read_yaml
 
 from ..errors import ConfigError
 from ..options import SCHEMA, check_value, suggest
-from ..user_values import check_yaml_booleans
+from ..user_values import check_hydra_section, check_plain_config, check_yaml_booleans
 
 __all__ = ["check_experiment_file"]
 
@@ -37,6 +41,10 @@ def check_experiment_file(path: Union[str, Path]) -> None:
                           f"of options")
     sections = {key: value for key, value in data.items() if key not in ("defaults", "model",
                                                                           "hydra")}
+    origin = f"in experiment file {path}"
+    check_plain_config({key: value for key, value in data.items() if key != "hydra"}, origin)
+    if "hydra" in data:
+        check_hydra_section(data["hydra"], origin)
     try:
         for name, value in _options(sections):
             if name not in SCHEMA:

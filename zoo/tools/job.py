@@ -20,7 +20,7 @@ from profiling.runner import ProfileResult, check_run_options, profile_model
 from profiling.stages import iter_tensors
 from profiling.statistics import AutoRepeats, noise_line
 
-from .cli import check_composed
+from .cli import check_composed, command_line_overrides
 from ..deploy import TF32_NOTE, Deployment, roofline_dtype
 from ..errors import ConfigError
 from ..image_files import MAX_PIXELS
@@ -356,7 +356,8 @@ COVERAGE_HINT = ("name more with model.stage_paths=[a.b,c] or model.stage_depth=
 
 def _job_overrides() -> list[str]:
     """The command-line overrides of the Hydra job running now (``[]`` outside Hydra)."""
-    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    return command_line_overrides(HydraConfig.get().overrides.task) \
+        if HydraConfig.initialized() else []
 
 
 def _ceilings_reference(cfg: DictConfig, ceilings: Ceilings) -> str:

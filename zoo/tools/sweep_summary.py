@@ -59,9 +59,11 @@ def summarise_sweep(sweep_dir: Path, file_name: str = "summary.csv") -> SweepOut
 
 def _job_count(config: DictConfig) -> Optional[int]:
     """How many jobs the basic sweeper will launch (``None`` for other sweepers)."""
+    from .cli import command_line_overrides
+
     if "BasicSweeper" not in str(OmegaConf.select(config, "hydra.sweeper._target_")):
         return None
-    return len(sweep_jobs(config.hydra.overrides.task))
+    return len(sweep_jobs(command_line_overrides(config.hydra.overrides.task)))
 
 
 class _SweepProgress:
@@ -170,11 +172,14 @@ class SweepSummary(Callback):
             return
         from profiling.reports import write_failure
 
+        from .cli import command_line_overrides
+
         error = job_return._return_value
         task = {k: v for k, v in OmegaConf.to_container(config, resolve=False).items()
                 if k != "hydra"}
         write_failure(config.hydra.runtime.output_dir, error,
-                      overrides=list(config.hydra.overrides.task), config=_resolved(task))
+                      overrides=command_line_overrides(config.hydra.overrides.task),
+                      config=_resolved(task))
         job_return.status = JobStatus.COMPLETED
         job_return.return_value = {"status": "failed", "error": f"{type(error).__name__}: "
                                                                 f"{error}"}
