@@ -223,6 +223,34 @@ def test_compression_runs_once_per_storage_in_a_pool():
     assert sizes[1]["zlib"] == len(zlib.compress(data[: data.numel() // 2].numpy().tobytes(), 1))
 
 
+def test_the_pool_has_as_many_threads_as_the_process_may_use_cores(monkeypatch):
+    """A process pinned to fewer cores than the machine has (a container, ``taskset``) gets
+    that many threads, and the sizes do not depend on how many compress them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from profiling.split import encodings
+    from profiling.statistics import usable_cores
+
+    data = torch.arange(1 << 21, dtype=torch.int32).view(torch.uint8)  # 8 MiB: a pool
+    items = [(data, (np.array([0]), np.array([n])), torch.int32) for n in (1 << 23, 1 << 22)]
+    pools = []
+
+    def pool(max_workers):
+        pools.append(max_workers)
+        return ThreadPoolExecutor(max_workers=max_workers)
+
+    monkeypatch.setattr(encodings, "ThreadPoolExecutor", pool)
+    sizes = {}
+    for cores in ({5}, {0, 2, 7}):
+        monkeypatch.setattr("os.sched_getaffinity", lambda pid, cores=cores: set(cores))
+        assert usable_cores() == len(cores)
+        sizes[len(cores)] = encodings.compressed_sizes(items, ["zlib"])
+    assert pools == [3]  # one core: no pool
+    assert sizes[1] == sizes[3] == [{"zlib": len(zlib.compress(data.numpy().tobytes(), 1))},
+                                    {"zlib": len(zlib.compress(data[: 1 << 22].numpy().tobytes(),
+                                                               1))}]
+
+
 def test_zstd_when_zstandard_is_installed():
     zstandard = pytest.importorskip("zstandard")
     x = torch.arange(64.0).reshape(1, 32, 2)

@@ -24,7 +24,6 @@ storage on its own, so they add up across the tensors of a cut.
 from __future__ import annotations
 
 import lzma
-import os
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Mapping, Optional, Sequence
@@ -34,6 +33,7 @@ import torch
 
 from .byte_ranges import ByteRanges, ranges_size
 from ..errors import ProfilingError, require_extra
+from ..statistics.noise import usable_cores
 
 __all__ = ["CODECS", "SIZE_ENCODINGS", "encoded_bytes", "check_codecs", "gather",
            "compressed_sizes", "quantise_int8"]
@@ -131,13 +131,14 @@ def compressed_sizes(items: Sequence[tuple[torch.Tensor, ByteRanges, torch.dtype
     ``bytes`` is a storage's content as a flat ``uint8`` tensor.
 
     A pool of threads compresses when there is enough to do (the codecs release the GIL, so
-    the threads use every core); ``workers`` defaults to the CPU count. The largest items go
-    first, so that no large one is left to run alone at the end.
+    the threads use every core); ``workers`` defaults to the cores this process may use
+    (:func:`~profiling.statistics.usable_cores`). The largest items go first, so that no
+    large one is left to run alone at the end.
     """
     if not codecs or not items:
         return [{} for _ in items]
     payloads = [ranges_size(ranges) for _, ranges, _ in items]
-    workers = workers or os.cpu_count() or 1
+    workers = workers or usable_cores()
     if workers == 1 or len(items) == 1 or sum(payloads) < POOL_MIN_BYTES:
         return [_sizes(data, ranges, dtype, codecs) for data, ranges, dtype in items]
     order = sorted(range(len(items)), key=lambda i: -payloads[i])

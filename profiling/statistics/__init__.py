@@ -19,6 +19,7 @@ _EXPORTS = {
     "OTHER": "coverage", "LOW_COVERAGE": "coverage",
     "machine_state": "noise", "noise_report": "noise", "unreliable_reasons": "noise",
     "loaded_reason": "noise", "noise_line": "noise", "MAX_FORWARD_CV": "noise",
+    "usable_cores": "noise",
     "AB_MIN_CHANGE": "paired", "FAMILY_ERROR": "paired", "paired_ratio": "paired",
     "paired_significance": "paired", "is_change": "paired", "AB_RULE": "paired",
 }

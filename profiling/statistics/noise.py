@@ -20,7 +20,7 @@ import torch
 from .intervals import MEDIAN_CI_METHOD, coefficient_of_variation, median_interval
 
 __all__ = ["machine_state", "noise_report", "unreliable_reasons", "loaded_reason", "noise_line",
-           "MAX_FORWARD_CV"]
+           "MAX_FORWARD_CV", "usable_cores"]
 
 #: Above this coefficient of variation of the forward times, the timings are called unreliable.
 MAX_FORWARD_CV = 0.05
@@ -28,7 +28,9 @@ MAX_FORWARD_CV = 0.05
 _GOVERNORS = "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
 
 
-def _cores() -> int:
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container or ``taskset``
+    narrows; ``os.cpu_count()`` counts the machine's)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -57,7 +59,7 @@ def _governor() -> Optional[str]:
 def machine_state() -> dict[str, Any]:
     """Now: ``load_average`` (1, 5 and 15 minutes, or ``None``), usable ``cores``,
     torch's intra-op ``threads`` and the frequency ``governor`` (``None`` where unreadable)."""
-    return {"load_average": _load_average(), "cores": _cores(),
+    return {"load_average": _load_average(), "cores": usable_cores(),
             "threads": torch.get_num_threads(), "governor": _governor()}
 
 
