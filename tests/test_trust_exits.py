@@ -73,6 +73,27 @@ def test_an_option_given_twice_takes_its_last_value(overrides, key, value, tmp_p
     assert meta["overrides"][-2:] == overrides
 
 
+def test_the_output_folder_given_last_is_the_one_checked_before_the_work(tmp_path, capsys,
+                                                                          monkeypatch):
+    """``hydra.run.dir`` given twice: Hydra writes into the last, so the check made before
+    the work (a long run is not lost at its end) looks at that one too."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "notes.txt").write_text("keep")
+    started, real = [], job.create_model
+    monkeypatch.setattr(job, "create_model", lambda *a, **k: started.append(a))
+    outcome = run_main(main, [*META, "model=swiftnet", f"hydra.run.dir={tmp_path / 'new'}",
+                              f"hydra.run.dir={tmp_path / 'theirs'}", "run.overwrite=true"],
+                       capsys, monkeypatch)
+    assert outcome.code == 2 and "did not write" in outcome.line, outcome
+    assert started == [] and (tmp_path / "theirs" / "notes.txt").read_text() == "keep"
+    monkeypatch.setattr(job, "create_model", real)
+    outcome = run_main(main, ["device=meta", "summary=false", "summary=true", "model=swiftnet",
+                              "input.size=[32,32]", f"hydra.run.dir={tmp_path / 'run'}"],
+                       capsys, monkeypatch)
+    assert outcome.code == 0 and outcome.stdout.startswith("options: "), outcome
+
+
 def test_an_unresolvable_output_folder_is_exit_2(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for key in ("hydra.run.dir", "hydra.sweep.dir"):

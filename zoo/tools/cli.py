@@ -373,8 +373,9 @@ def command_line_overrides(task: Any) -> list[str]:
 
 
 def hydra_value(overrides: Sequence[str], key: str) -> Optional[str]:
-    """The value given to ``key`` (e.g. ``hydra.run.dir``) on the command line, or ``None``."""
-    for override in overrides:
+    """The value given to ``key`` (e.g. ``hydra.run.dir``) on the command line, or ``None``;
+    the last one where it is given twice, as Hydra takes it."""
+    for override in reversed(overrides):
         name, sep, value = override.partition("=")
         if sep and name.lstrip("+") == key:
             return value
