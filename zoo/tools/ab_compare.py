@@ -24,7 +24,7 @@ from profiling.runner import with_more_repeats
 from profiling.statistics import AB_MIN_CHANGE, machine_state, noise_report
 
 from .job import ProfileJob, prepare_job, write_job
-from .cli import check_overrides, compose_config
+from .cli import checked_config
 from ..errors import ConfigError
 from .progress import ForwardProgress
 from .resolvers import run_stamp
@@ -49,11 +49,11 @@ def default_compare_folder() -> Path:
 
 
 def _job(overrides: str, side: str) -> ProfileJob:
-    words = shlex.split(overrides)
-    problem = check_overrides(words)
-    if problem:
-        raise ConfigError(f"--run {side}: {problem}")
-    return prepare_job(compose_config(words))
+    try:
+        cfg = checked_config(shlex.split(overrides))  # composed and checked once
+    except ConfigError as error:
+        raise ConfigError(f"--run {side}: {error}") from None
+    return prepare_job(cfg, checked=True)
 
 
 def run_ab(overrides: Sequence[str], out: Optional[Path] = None, *, rounds: int = AB_ROUNDS,

@@ -43,9 +43,10 @@ def _text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def changed_options(overrides: Sequence[str]) -> list[str]:
+def changed_options(overrides: Sequence[str], given: Any = None) -> list[str]:
     """The command-line overrides ``overrides`` as the options they change, ``key=value``, in
-    the config's order (the group choices first)."""
+    the config's order (the group choices first); ``given``: their config, when it was
+    composed already (else it is composed here)."""
     group = [o for o in overrides if o.split("=", 1)[0].lstrip("+") in _GROUPS]
     default_choices = compose_config([], hydra=True).hydra.runtime.choices
     shown = []
@@ -53,16 +54,18 @@ def changed_options(overrides: Sequence[str]) -> list[str]:
         name, _, value = override.partition("=")
         if value != str(default_choices.get(name.lstrip("+"))):
             shown.append(f"{name.lstrip('+')}={value}")
-    base, given = _plain(compose_config(group)), _plain(compose_config(list(overrides)))
+    base = _plain(compose_config(group))
+    given = _plain(given if given is not None else compose_config(list(overrides)))
     shown += [f"{key}={_text(value)}" for key, value in given.items()
               if base.get(key, _REMOVED) != value]
     shown += [f"~{key}" for key in base if key not in given]
     return shown
 
 
-def options_line(overrides: Sequence[str]) -> str:
-    """``options: model=swiftnet input.size=[64,64] (the rest are the defaults)``."""
-    changed = changed_options(overrides)
+def options_line(overrides: Sequence[str], given: Any = None) -> str:
+    """``options: model=swiftnet input.size=[64,64] (the rest are the defaults)``
+    (``given``: see :func:`changed_options`)."""
+    changed = changed_options(overrides, given)
     if not changed:
         return "options: all the defaults (python -m zoo.profile --help lists them)"
     return f"options: {' '.join(changed)} (the rest are the defaults)"

@@ -30,7 +30,8 @@ from ..errors import ConfigError
 __all__ = ["CONFIG_DIR", "EXIT_BAD_INPUT", "EXIT_FAILURE", "EXIT_INTERRUPTED", "ArgumentParser",
            "run_tool", "exit_with", "fail", "describe_failure", "log_directory",
            "user_log_directory", "config_options",
-           "compose_config", "check_overrides", "command_line_overrides"]
+           "compose_config", "check_overrides", "checked_configs", "checked_config",
+           "check_composed", "config_key", "command_line_overrides"]
 
 EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED = 2, 1, 130
 
@@ -271,6 +272,8 @@ def resolve_interpolations(cfg: Any, key: str) -> None:
 
 
 def _variants(overrides: Sequence[str]) -> list[list[str]]:
+    """The overrides of each variant to check: every swept option at its first value, then
+    each swept value in turn with the others at their first (each variant once)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parsed = OverridesParser.create().parse_overrides(list(overrides))
@@ -280,50 +283,89 @@ def _variants(overrides: Sequence[str]) -> list[list[str]]:
     for i, override in enumerate(parsed):
         if override.is_sweep_override():
             for value in override.sweep_string_iterator():
-                variants.append(first[:i] + [f"{override.get_key_element()}={value}"]
-                                + first[i + 1:])
+                variant = first[:i] + [f"{override.get_key_element()}={value}"] + first[i + 1:]
+                if variant not in variants:
+                    variants.append(variant)
     return variants
 
 
-def check_overrides(overrides: Sequence[str], config_name: str = "profile") -> Optional[str]:
-    """Compose the config once per swept value and check it; return a one-line problem or
-    ``None``.
+def _composed(overrides: Sequence[str], config_name: str) -> Any:
+    """``compose_config``, with Hydra's multi-line errors (an unknown model or option, a
+    malformed override) turned into one ``ConfigError`` line saying what is accepted."""
+    try:
+        return compose_config(overrides, config_name)
+    except ConfigError:
+        raise
+    except Exception as error:  # noqa: BLE001  (any composition error is a bad input)
+        raise ConfigError(_explain(error, overrides, config_name)) from None
 
-    Hydra's own errors span several lines and suggest stack traces; this turns them (an unknown
-    model or option, a malformed override, a value of the wrong type) into one line saying what
-    is accepted.
+
+def checked_configs(overrides: Sequence[str], config_name: str = "profile") -> list:
+    """The config of every variant of ``overrides`` (the first value of each swept option,
+    then each swept value in turn), each composed once and checked once
+    (:func:`check_composed`), before anything runs: values that never choose code, the
+    experiment files it reads (bounded YAML), and a ``hydra.searchpath`` folder's Hydra
+    settings.
+
+    Raises:
+        ConfigError: one line: what is wrong and what is accepted. Hydra's own errors span
+            several lines and suggest stack traces.
     """
     from ..user_values import check_override
     from .search_path import search_folders, search_path_overrides
 
-    try:
-        for override in overrides:
-            if not override.startswith("-"):
-                check_override(override)
-        folders = search_folders(overrides)
-    except ConfigError as error:
-        return str(error)
+    for override in overrides:
+        if not override.startswith("-"):
+            check_override(override)
+    folders = search_folders(overrides)
     plain = [o for o in overrides if not o.startswith("hydra.") and not o.startswith("-")]
     searched = search_path_overrides(overrides)
     try:
         variants = _variants(plain)
     except Exception as error:  # noqa: BLE001  (the parser raises its own error types)
-        return f"cannot parse the overrides: {str(error).splitlines()[0]}"
+        raise ConfigError(f"cannot parse the overrides: {str(error).splitlines()[0]}") from None
+    configs = []
     for variant in variants:
-        try:
-            _check_experiments(variant, folders)
-            cfg = compose_config([*variant, *searched], config_name)
-        except ConfigError as error:
-            return str(error)
-        except Exception as error:  # noqa: BLE001  (any composition error is a bad input)
-            return _explain(error, variant, config_name)
-        try:
-            check_composed(cfg)
-            if folders:
-                _check_hydra_settings([*variant, *searched], config_name)
-        except ConfigError as error:
-            return str(error)
+        _check_experiments(variant, folders)
+        cfg = _composed([*variant, *searched], config_name)
+        check_composed(cfg)
+        if folders:
+            _check_hydra_settings([*variant, *searched], config_name)
+        configs.append(cfg)
+    return configs
+
+
+def checked_config(overrides: Sequence[str], config_name: str = "profile") -> Any:
+    """The one config of ``overrides`` (a sweep is refused), composed once and checked once:
+    what a tool that runs one configuration hands to :func:`zoo.tools.job.prepare_job` as
+    checked."""
+    configs = checked_configs(overrides, config_name)
+    if len(configs) > 1:
+        raise ConfigError(f"{' '.join(overrides)} is a sweep; give one value per option "
+                          f"(python -m zoo.profile -m ... sweeps)")
+    return configs[0]
+
+
+def check_overrides(overrides: Sequence[str], config_name: str = "profile") -> Optional[str]:
+    """The one-line problem of :func:`checked_configs`, or ``None``."""
+    try:
+        checked_configs(overrides, config_name)
+    except ConfigError as error:
+        return str(error)
     return None
+
+
+def config_key(cfg: Any) -> str:
+    """A composed config's content as text, its ``hydra`` node left out: the same for the
+    config checked before Hydra starts and the one Hydra composes again for the job, so the
+    job knows it was checked."""
+    import json
+
+    from omegaconf import OmegaConf
+
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    plain.pop("hydra", None)
+    return json.dumps(plain, sort_keys=True, default=str)
 
 
 def _check_hydra_settings(overrides: Sequence[str], config_name: str) -> None:

@@ -250,9 +250,13 @@ class ProfileJob:
             raise
 
 
-def prepare_job(cfg: DictConfig) -> ProfileJob:
-    """Check every option of ``cfg``, then build the model and its inputs (nothing written)."""
-    check_composed(cfg)
+def prepare_job(cfg: DictConfig, *, checked: bool = False) -> ProfileJob:
+    """Check every option of ``cfg``, then build the model and its inputs (nothing written).
+
+    ``checked``: ``cfg`` was checked already (:func:`~zoo.tools.cli.checked_config`, or the
+    command line before Hydra composed it again), and is not checked twice."""
+    if not checked:
+        check_composed(cfg)
     device = resolve_device(cfg.device)
     repeats, warmup = run_repeats(cfg.run), int(cfg.run.warmup)
     check_run_options(warmup, repeats)  # before the model is built: fail fast
@@ -278,13 +282,14 @@ def prepare_job(cfg: DictConfig) -> ProfileJob:
 
 
 def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
-                print_summary: Optional[bool] = None) -> RunFolder:
+                print_summary: Optional[bool] = None, checked: bool = False) -> RunFolder:
     """Build the model, profile it and write the run's files into ``run_dir``.
 
-    Every input is checked before anything is written; the files appear all together at the
-    end (see :func:`profiling.files.write_folder`).
+    Every input is checked before anything is written (unless ``checked``: see
+    :func:`prepare_job`); the files appear all together at the end (see
+    :func:`profiling.files.write_folder`).
     """
-    job = prepare_job(cfg)
+    job = prepare_job(cfg, checked=checked)
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
         for warning in job.deployment.warnings(job.device):
             print(f"note: {warning}", flush=True)

@@ -1,7 +1,9 @@
 """``python -m zoo.profile model=NAME device=cpu|cuda|meta ...``: profile a model stage by stage.
 
 A thin Hydra entry point: :func:`zoo.tools.job.run_profile` does the work and can be called from
-Python. Every option is checked before Hydra starts; problems follow the error contract of
+Python. Every option is checked before Hydra starts: the config of the run (of every variant of
+a sweep) is composed and checked once, and the job that Hydra composes from the same overrides
+is handed over as checked, not checked again. Problems follow the error contract of
 :mod:`zoo.tools.cli` (one line, exit 2 for bad input, 1 for a failure, 130 for an interrupt), and a
 run folder is complete or absent.
 """
@@ -16,7 +18,7 @@ from typing import Optional, Sequence
 
 from profiling import require_extra
 
-from .cli import CONFIG_DIR, check_overrides, exit_with, fail, hydra_value, run_tool
+from .cli import CONFIG_DIR, checked_configs, config_key, exit_with, fail, hydra_value, run_tool
 from ..errors import ConfigError
 from .resolvers import register_resolvers
 
@@ -36,7 +38,9 @@ def _remove_if_empty(directory: Path) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _job(cfg) -> None:
+def _job(cfg, checked: frozenset) -> None:
+    """Run the job Hydra composed; ``checked``: the configs checked before Hydra started
+    (:func:`~zoo.tools.cli.config_key`), which are not checked again."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -45,7 +49,7 @@ def _job(cfg) -> None:
     try:
         from .job import run_profile  # torch loads here: an interrupt may already come
 
-        run_profile(cfg, run_dir)
+        run_profile(cfg, run_dir, checked=config_key(cfg) in checked)
     except Exception as error:  # noqa: BLE001  (the contract: one line, or error.json in a sweep)
         _remove_if_empty(run_dir)
         if hydra_config.mode == RunMode.MULTIRUN:
@@ -125,16 +129,21 @@ def _staged(arguments: list[str], staged: Optional[tuple[Path, Path]]) -> list[s
             f"hydra.sweep.dir={staged[1]}" for a in arguments]
 
 
-def _echo_options(arguments: Sequence[str]) -> None:
+def _values(arguments: Sequence[str]) -> list[str]:
+    """The overrides among the command-line arguments (``key=value``, ``~key``)."""
+    return [a for a in arguments if "=" in a and not a.startswith("-") or a.startswith("~")]
+
+
+def _echo_options(arguments: Sequence[str], given) -> None:
     """Print the options that differ from the defaults, before the run (not for a sweep, whose
-    summary table names each job's options, nor with ``summary=false``)."""
+    summary table names each job's options, nor with ``summary=false``); ``given``: the run's
+    config, as composed for the checks."""
     if any(a in ("-m", "--multirun") for a in arguments) or \
             hydra_value(arguments, "summary") in ("false", "False"):
         return
     from .changed_options import options_line
 
-    print(options_line([a for a in arguments if "=" in a and not a.startswith("-")
-                        or a.startswith("~")]), flush=True)
+    print(options_line(_values(arguments), given=given), flush=True)
 
 
 def _main() -> None:
@@ -144,16 +153,14 @@ def _main() -> None:
 
     arguments = sys.argv[1:]
     sweep_summary.last_sweep = None  # an earlier sweep of this process is not this run's
+    checked: frozenset = frozenset()
+    staged = None
     if not any(a in _HELP for a in arguments):
-        problem = check_overrides([a for a in arguments if "=" in a and not a.startswith("-")
-                                   or a.startswith("~")])
-        if problem:
-            raise ConfigError(problem)
+        configs = checked_configs(_values(arguments))  # each composed and checked once
+        checked = frozenset(config_key(cfg) for cfg in configs)
         _check_launcher(arguments)
         staged = _check_output_folders(arguments)
-        _echo_options(arguments)
-    else:
-        staged = None
+        _echo_options(arguments, configs[0])
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()  # a config composed before (the checks, a test) is done
@@ -161,7 +168,7 @@ def _main() -> None:
     sys.argv[1:] = _staged(arguments, staged)
     try:
         hydra.main(version_base="1.3", config_path=str(CONFIG_DIR),
-                   config_name="profile")(_job)()
+                   config_name="profile")(lambda cfg: _job(cfg, checked))()
     except BaseException:
         if staged is not None:  # the old sweep stays whole
             shutil.rmtree(staged[1], ignore_errors=True)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from .cli import ArgumentParser, check_overrides, compose_config, run_tool
+from .cli import ArgumentParser, checked_config, run_tool
 from ..errors import ConfigError
 from .resolvers import model_label, run_stamp
 
@@ -94,10 +94,7 @@ def split_config(device: Any, server: Any, overrides: Sequence[str]):
         config = OmegaConf.create(runs[0].config)
         check_composed(config)  # a hand-edited meta.json holds plain values too
         return config
-    problem = check_overrides(list(overrides))
-    if problem:
-        raise ConfigError(problem)
-    return compose_config(list(overrides))
+    return checked_config(list(overrides))  # composed and checked once
 
 
 def _check_arguments(args) -> tuple[str, ...]:
