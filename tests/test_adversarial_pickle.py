@@ -11,7 +11,9 @@ import pytest
 import torch
 
 import zoo
+from cli_runner import run_main
 from zoo.checkpoints import read_state_dict
+from zoo.tools.profile import main
 
 ROOT = Path(__file__).resolve().parents[1]
 FALSE_LIKE = ["no", "off", "false", "0", "n", "False", "FALSE", "''", '"false"', "null", "[]"]
@@ -38,16 +40,31 @@ def malicious(tmp_path):
 
 
 @pytest.mark.parametrize("spelling", FALSE_LIKE)
-def test_cli_never_runs_the_pickle(malicious, spelling, tmp_path):
+def test_the_command_line_never_runs_the_pickle(malicious, spelling, tmp_path, capsys,
+                                                monkeypatch):
+    """Every false-like spelling through the tool's ``main``, in this process."""
+    path, marker = malicious
+    outcome = run_main(main, ["model=swiftnet", "device=meta", f"model.checkpoint={path}",
+                              f"model.checkpoint_allow_pickle={spelling}",
+                              f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
+    assert outcome.code == 2 and outcome.line
+    assert not marker.exists()
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_never_runs_the_pickle(malicious, tmp_path):
+    """A real process: exit 2 and one line on stderr from deep in the job (the model is built
+    before its checkpoint is read), nothing run, no folder."""
     path, marker = malicious
     done = subprocess.run(
         [sys.executable, "-m", "zoo.profile", "model=swiftnet", "device=meta",
-         f"model.checkpoint={path}", f"model.checkpoint_allow_pickle={spelling}",
+         f"model.checkpoint={path}", "model.checkpoint_allow_pickle=false",
          f"hydra.run.dir={tmp_path / 'run'}"],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
+    assert "Traceback" not in done.stderr
     assert not marker.exists()
     assert not (tmp_path / "run").exists()
 

@@ -32,6 +32,7 @@ def test_default_names_are_unique_to_the_millisecond_and_say_the_arch():
     assert model_label("gmflow", None) == "gmflow"
 
 
+@pytest.mark.slow  # two real processes at once (about 20 s of CPU on 2 cores)
 def test_two_runs_started_together_keep_both_results(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "zoo.profile", *META]

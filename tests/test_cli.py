@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 
 import zoo
+from cli_runner import run_main
 from zoo.tools.job import run_profile
+from zoo.tools.profile import main
 from zoo.tools.cli import check_overrides, compose_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,12 +89,14 @@ def test_bad_overrides_are_one_line(override, message):
     pytest.param(["device=cuda"], "no CUDA GPU", marks=pytest.mark.skipif(
         __import__("torch").cuda.is_available(), reason="this machine has a GPU")),
 ])
-def test_bad_input_exits_nonzero_with_one_line_and_no_run_dir(tmp_path, args, message):
+def test_bad_input_exits_nonzero_with_one_line_and_no_run_dir(tmp_path, args, message, capsys,
+                                                             monkeypatch):
+    """Through the tool's ``main`` in this process, as the shell would call it (a real
+    process: tests/test_adversarial_pickle.py::test_cli_never_runs_the_pickle)."""
     run_dir = tmp_path / "run"
-    done = _cli(*args, f"hydra.run.dir={run_dir}")
-    assert done.returncode == 2
-    assert done.stderr.startswith("error: ") and message in done.stderr
-    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    outcome = run_main(main, [*args, f"hydra.run.dir={run_dir}"], capsys, monkeypatch)
+    assert outcome.code == 2
+    assert message in outcome.line and "Traceback" not in outcome.stderr
     assert not run_dir.exists()
 
 

@@ -123,7 +123,7 @@ def _assert_flows_within(ours: list, theirs: list, tolerance: float) -> None:
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("impl", ["sdpa", "math"])
+@pytest.mark.parametrize("impl", ["sdpa", pytest.param("math", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", ["gmflow", "gmflow_refine"])
 def test_matches_official_reference(monkeypatch, name, impl, device):
     monkeypatch.setattr("zoo.models.gmflow.attention.FUSED_MIN_KEYS_CPU", 0)
@@ -143,7 +143,7 @@ def test_reference_detects_a_changed_network():
     assert (flows[0] - data["flow_preds"][0]).abs().max().item() > 100 * REFERENCE_TOLERANCE
 
 
-@pytest.mark.parametrize("name", ["gmflow", "gmflow_refine"])
+@pytest.mark.parametrize("name", ["gmflow", pytest.param("gmflow_refine", marks=pytest.mark.slow)])
 def test_bidirectional_flow_as_a_model_option(name):
     model, data = _reference_model(name, pred_bidir_flow=True)
     with torch.no_grad():

@@ -1,9 +1,11 @@
 """Every builder of ``torchvision.models.list_models()`` under the zoo's profile job.
 
-Each one runs on the meta device (the whole analysis, in seconds) and on the CPU at a tiny size
-(real compute: the few small ones of :data:`QUICK_ON_CPU`, one per family, in every run; all
-the others are a broad sweep, run with ``pytest --sweeps``, about 15 minutes on 2 cores). Inputs follow the model's
-family.
+Each one runs on the meta device (the whole analysis, about a second each) and on the CPU at a
+tiny size. In the quick suite: on the meta device the builders of :data:`QUICK_ON_META`, one per
+torchvision module (about 30 s in all), on the CPU the few small ones of :data:`QUICK_ON_CPU`,
+one per family. Every other builder on the meta device is a slow test (``pytest -m slow``,
+which CI runs); every other CPU run is a broad sweep, run with ``pytest --sweeps``, about 15
+minutes on 2 cores. Inputs follow the model's family.
 """
 
 from __future__ import annotations
@@ -26,6 +28,17 @@ SKIPPED: dict[str, str] = {}
 #: every other CPU run is slow.
 QUICK_ON_CPU = {"resnet18", "mobilenet_v3_small", "squeezenet1_1", "lraspp_mobilenet_v3_large",
                 "fasterrcnn_mobilenet_v3_large_320_fpn", "r3d_18"}
+#: Meta runs in the quick suite: the cheapest builder of each torchvision module (a family
+#: shares its module: resnet18 stands for the ResNets and ResNeXts, vgg11_bn for the VGGs), the
+#: quantized ones through quantized_resnet18. Left to the slow run: SSDlite (SSD's head is
+#: ssd300_vgg16's), RAFT (4-5 s on the meta device for its refinements) and MViT (its iterated
+#: blocks are tests/test_iterated_containers.py's).
+QUICK_ON_META = QUICK_ON_CPU | {
+    "alexnet", "convnext_tiny", "densenet121", "efficientnet_b0", "googlenet", "inception_v3",
+    "maxvit_t", "mnasnet1_0", "mobilenet_v2", "regnet_y_400mf", "shufflenet_v2_x0_5", "swin_t",
+    "vgg11_bn", "vit_b_32", "quantized_resnet18", "deeplabv3_resnet50", "fcn_resnet50",
+    "fcos_resnet50_fpn", "keypointrcnn_resnet50_fpn", "maskrcnn_resnet50_fpn",
+    "retinanet_resnet50_fpn", "ssd300_vgg16", "s3d", "swin3d_t"}
 #: The small size everything runs at (raised to a model's documented minimum).
 SIDE = 32
 
@@ -66,6 +79,8 @@ def _params(device: str) -> list:
             marks.append(pytest.mark.skip(reason=f"left out: {SKIPPED[arch]}"))
         if device == "cpu" and arch not in QUICK_ON_CPU:
             marks += [pytest.mark.slow, pytest.mark.sweep]
+        elif device == "meta" and arch not in QUICK_ON_META:
+            marks.append(pytest.mark.slow)
         params.append(pytest.param(arch, marks=marks, id=arch))
     return params
 
