@@ -124,6 +124,43 @@ def test_compiled_run_times_each_stage_and_agrees_with_eager(name, tmp_path):
     assert relative_error(run.result.output, eager) < (1e-3 if name == "gmflow" else 1e-4)
 
 
+_TRANSPOSE = """
+import sys, torch
+from profiling.runner import compile_model
+x = torch.arange(64 * 48, dtype=torch.float32).reshape(64, 48)
+f = lambda t: (t.t() * 2 + 1).contiguous()  # a transposed copy: inductor's 2-D tile kernel
+print(torch.backends.cpu.get_cpu_capability(), torch.equal(compile_model(f)(x), f(x)))
+"""
+
+
+def test_the_vector_width_is_an_explicit_compile_option(monkeypatch):
+    from profiling.runner import compile_options
+
+    assert compile_options("default")["cpp.simdlen"] in (0, 128, 256, 512)
+    assert compile_options("max-autotune")["max_autotune"] is True  # the mode's own options
+    monkeypatch.setattr("torch._inductor.cpu_vec_isa.pick_vec_isa",
+                        lambda: __import__("torch")._inductor.cpu_vec_isa.invalid_vec_isa)
+    assert compile_options("default") == {"cpp.simdlen": 0}  # ATEN_CPU_CAPABILITY=default
+
+
+@pytest.mark.slow
+def test_a_compiled_graph_cached_with_vectors_is_not_reused_without_them(tmp_path):
+    """Inductor's disk cache does not count ATEN_CPU_CAPABILITY: without the width as an
+    option, a graph compiled with AVX2 vectors was reused by a process without them and
+    failed to build (a CPU without AVX2 runs both without vectors)."""
+    import os
+
+    runs = []
+    for capability in ("avx2", "default"):
+        environment = {**os.environ, "ATEN_CPU_CAPABILITY": capability,
+                       "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}
+        runs.append(subprocess.run([sys.executable, "-c", _TRANSPOSE], cwd=ROOT, text=True,
+                                   capture_output=True, timeout=600, env=environment))
+    assert [run.stdout.split()[-1:] for run in runs] == [["True"], ["True"]], \
+        [run.stderr[-2000:] for run in runs]
+    assert runs[1].stdout.split()[0] == "DEFAULT"
+
+
 def _profile(*overrides: str, sweep: bool = False) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "zoo.profile", *(["-m"] if sweep else []),
                            *overrides], cwd=ROOT, capture_output=True, text=True, timeout=600)

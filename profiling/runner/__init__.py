@@ -11,8 +11,8 @@ _EXPORTS = {
     "ProfileResult": "passes", "profile_model": "passes", "check_run_options": "passes",
     "with_more_repeats": "passes",
     "analyse_cuts": "split_pass", "module_marks": "split_pass",
-    "compile_model": "compiled", "compile_report": "compiled", "CompileReport": "compiled",
-    "cxx_compiler": "compiled", "COMPILE_MODES": "compiled",
+    "compile_model": "compiled", "compile_options": "compiled", "compile_report": "compiled",
+    "CompileReport": "compiled", "cxx_compiler": "compiled", "COMPILE_MODES": "compiled",
 }
 
 __all__ = list(_EXPORTS)

@@ -24,8 +24,8 @@ import torch
 from ..errors import ProfilingError
 from ..stages.session import Session
 
-__all__ = ["compile_model", "compile_report", "CompileReport", "cxx_compiler",
-           "COMPILE_MODES"]
+__all__ = ["compile_model", "compile_options", "compile_report", "CompileReport",
+           "cxx_compiler", "COMPILE_MODES"]
 
 #: The modes of ``torch.compile``.
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
@@ -74,7 +74,8 @@ def cxx_compiler() -> str | None:
 
 
 def compile_model(model: Callable, mode: str = "default") -> Callable:
-    """``torch.compile(model, mode=mode)`` with the stage markers as graph boundaries.
+    """``torch.compile(model, mode=mode)`` with the stage markers as graph boundaries (its
+    options are :func:`compile_options`).
 
     TorchDynamo's caches and counters are reset, so :func:`compile_report` counts this model's
     graphs alone. Compilation happens at the first call: run it in the warm-up.
@@ -90,7 +91,27 @@ def compile_model(model: Callable, mode: str = "default") -> Callable:
     _markers_break_graphs()
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
-    return torch.compile(model, mode=mode)
+    return torch.compile(model, options=compile_options(mode))
+
+
+def compile_options(mode: str) -> dict[str, Any]:
+    """The inductor options of ``mode``, with the width of the CPU vector code made explicit.
+
+    Inductor takes that width from ``ATEN_CPU_CAPABILITY`` (none for ``default``), but its
+    on-disk cache of compiled graphs does not count it in the key: a graph generated with AVX2
+    vectors in one process was reused in a process running with ``default``, whose compiler
+    flags lack them (a C++ compile error). Given as an option, the width is part of the key.
+    """
+    from torch._inductor import list_mode_options
+
+    options = dict(list_mode_options(mode))
+    try:
+        from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+        options["cpp.simdlen"] = int(pick_vec_isa().bit_width())  # 0: no vector code
+    except Exception:  # noqa: BLE001  (a private API: without it, inductor picks as before)
+        pass
+    return options
 
 
 def compile_report() -> CompileReport:
