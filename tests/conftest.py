@@ -1,4 +1,5 @@
-"""Shared fixtures: the golden outputs of official implementations, and device skips."""
+"""Shared fixtures: the golden outputs of official implementations, device skips, and the one
+torch thread the tests run with."""
 
 from __future__ import annotations
 
@@ -8,6 +9,15 @@ from pathlib import Path
 
 import pytest
 import torch
+
+#: torch's CPU threads in the tests and in the tools they start: one, unless
+#: ``$ZOO_TEST_THREADS`` says otherwise. The inputs are tiny, so a second thread saves little,
+#: and on a busy 2-core machine it costs a lot: OpenMP's threads spin at each barrier waiting for
+#: the one without a core. At a load average of 9 on the 2-core AMD EPYC VM,
+#: tests/test_gmflow_variants.py took 35-89 s with one thread and 143-233 s with two.
+TEST_THREADS = int(os.environ.get("ZOO_TEST_THREADS", "1"))
+torch.set_num_threads(TEST_THREADS)
+os.environ["OMP_NUM_THREADS"] = str(TEST_THREADS)
 
 #: ``../shared/golden`` beside the repository, as in CI (absent in a user's clone), or the
 #: folder ``$ZOO_GOLDEN_DIR`` names (on a GPU machine that gets a copy of the repository alone).
