@@ -3,6 +3,7 @@ torch thread the tests run with."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -72,6 +73,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     """The torchvision builders that tests/test_torchvision_models.py leaves out (its one skip
     list, documented in docs/inputs.md), at the end of every run that collected it."""
     module = sys.modules.get("test_torchvision_models")
+    if module is None and getattr(config.option, "numprocesses", None):
+        module = importlib.import_module("test_torchvision_models")  # -n: the workers have it
     if module is not None:
         left_out = ", ".join(sorted(module.SKIPPED)) or "none"
         terminalreporter.write_line(f"torchvision builders left out: {left_out}")
