@@ -1,0 +1,42 @@
+"""CI runs the README's commands as written: .ci/readme_commands.py must find them. A rewrapped
+paragraph once hid the slow-test marker and CI stopped after one second; these tests fail first."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / ".ci" / "readme_commands.py"
+
+
+def _commands(which: str) -> list[str]:
+    done = subprocess.run([sys.executable, str(SCRIPT), which], capture_output=True, text=True,
+                          cwd=ROOT, check=True)
+    return done.stdout.splitlines()
+
+
+def test_the_quick_start_is_two_lines_setup_then_the_quick_tests():
+    setup, tests = _commands("quick")
+    assert setup.startswith("python3 -m venv .venv") and "constraints.txt" in setup
+    assert "stagezoo profile" in setup
+    assert tests == '.venv/bin/python -m pytest -m "not slow" -n 2'
+
+
+def test_the_slow_command_is_found():
+    assert _commands("slow") == [".venv/bin/python -m pytest -m slow"]
+
+
+def test_a_marker_broken_across_lines_is_still_found():
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        from readme_commands import readme_block
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    text = "prose. The slow\nones are a second   command:\n\n```bash\nrun it\n```\n"
+    assert readme_block(text, "The slow ones are a second command") == "run it"
+    with pytest.raises(SystemExit, match="no 'absent'"):
+        readme_block(text, "absent")
