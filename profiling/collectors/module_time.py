@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional
 import torch
 from torch import nn
 
+from ..stages.attach import hookable_modules
 from ..stages.payload import device_type_of
 from .base import Collector
 from .registry import register_collector
@@ -56,7 +57,7 @@ class ModuleTime(Collector):
         self._open, self._pending = {}, []
         if self.model is None:
             return
-        for path, module in self.model.named_modules():
+        for path, module in hookable_modules(self.model):
             self._handles.append(module.register_forward_pre_hook(self._enter_hook(path)))
             self._handles.append(module.register_forward_hook(self._exit_hook(path)))
 

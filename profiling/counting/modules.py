@@ -7,6 +7,7 @@ from typing import Any, Callable, Optional
 from torch import nn
 
 from .counts import Counts
+from ..stages.attach import call_arguments, hookable_modules
 from ..stages.payload import iter_tensors
 
 __all__ = ["ModuleRecord", "ModuleTracker", "parameter_count", "is_leaf"]
@@ -25,8 +26,9 @@ class ModuleRecord:
             order), ``None`` if it was never called.
         total: counts of all its calls, inclusive of the modules it called.
         last_call: counts of its last call alone.
-        input_shapes, output_shapes: shapes of the tensors in the positional arguments and in
-            the output of the last call, in order.
+        input_shapes, output_shapes: shapes of the tensors in the arguments and in
+            the output of the last call, in order (keyword arguments after the positional
+            ones).
         input_itemsize, output_itemsize: bytes per element of the first input and output
             tensor of the last call (0 when there is none).
     """
@@ -74,11 +76,14 @@ class ModuleTracker:
         self._called = 0
 
     def attach(self) -> None:
-        """Register the hooks (the module paths are those of ``named_modules``)."""
-        for path, module in self.model.named_modules():
+        """Register the hooks (the module paths are those of ``named_modules``). A TorchScript
+        module takes no hooks: its operators count in the module that calls it, and it and
+        the modules inside it have no record."""
+        for path, module in hookable_modules(self.model):
             record = ModuleRecord(path, type(module).__name__)
             self.records[path] = record
-            self._handles.append(module.register_forward_pre_hook(self._pre_hook(record)))
+            self._handles.append(module.register_forward_pre_hook(self._pre_hook(record),
+                                                                  with_kwargs=True))
             self._handles.append(module.register_forward_hook(self._post_hook(record),
                                                               always_call=True))
 
@@ -91,14 +96,14 @@ class ModuleTracker:
             self._close_counts(self._stack.pop()[1])
 
     def _pre_hook(self, record: ModuleRecord):
-        def hook(module: nn.Module, args: tuple) -> None:
+        def hook(module: nn.Module, args: tuple, kwargs: dict) -> None:
             if record.first_call is None:
                 record.first_call = self._called
                 self._called += 1
             counts = Counts()
             self._stack.append((record, counts))
             self._open_counts(counts)
-            record.input_shapes, record.input_itemsize = _shapes(args)
+            record.input_shapes, record.input_itemsize = _shapes(call_arguments(args, kwargs))
         return hook
 
     def _post_hook(self, record: ModuleRecord):

@@ -22,7 +22,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..counting.roofline import stage_points
-from ..statistics.aggregate import time_column
+from ..statistics.aggregate import shown_calls, time_column
 from .record import Run, as_record
 from .summary import extra_metrics
 
@@ -72,8 +72,7 @@ def _png(figure: Figure) -> bytes:
 
 
 def _stage_rows(stages: pd.DataFrame, max_depth: int, other: bool = False) -> pd.DataFrame:
-    kinds = ["stage", "other"] if other else ["stage"]
-    rows = stages[stages["kind"].isin(kinds) & (stages["depth"] <= max_depth)]
+    rows = shown_calls(stages, max_depth, ("stage", "other") if other else ("stage",))
     return rows if other else rows.sort_values("order")
 
 

@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..statistics.aggregate import first_column, stage_time_sums, time_column
+from ..statistics.aggregate import first_column, shown_calls, stage_time_sums, time_column
 from ..statistics.coverage import OTHER, coverage_line
 from ..stages.payload import payload_bytes, walk_payload
 from ..statistics.intervals import CONFIDENCE, median_interval, median_interval_coverage
@@ -91,7 +91,7 @@ def _displayed(stages: pd.DataFrame, max_depth: int, time: Optional[str],
                memory: Optional[str], times: Optional[pd.DataFrame],
                extras: Sequence[Any] = ()) -> pd.DataFrame:
     """One row per stage (and ``other`` row) down to ``max_depth``, calls summed."""
-    rows = stages[stages["kind"].isin(["stage", OTHER]) & (stages["depth"] <= max_depth)]
+    rows = shown_calls(stages, max_depth, ("stage", OTHER))
     grouped = rows.groupby("stage", sort=False)
     table = pd.DataFrame({"calls": grouped.size(), "depth": grouped["depth"].first(),
                           "kind": grouped["kind"].first(),
@@ -134,6 +134,21 @@ def _remainders(table: pd.DataFrame, total_ms: Optional[float]) -> set:
     return own
 
 
+def _count_remainders(table: pd.DataFrame, total_gflops: Optional[float]) -> None:
+    """Each ``other`` row's GFLOPs as its parent's (the whole forward's at the top) minus the
+    rows beside it, as :func:`_remainders` does for time: where a stage's deeper calls are
+    inside a shallower one (:func:`~profiling.statistics.aggregate.shown_calls`), the rows
+    shown still add up (counts are exact, so the remainder always stands)."""
+    if "gflops" not in table:
+        return
+    for name, row in table[table["kind"] == OTHER].iterrows():
+        siblings = table[(table["depth"] == row["depth"]) & (table["kind"] == "stage")
+                         & (table["parent"] == row["parent"])]
+        whole = total_gflops if row["depth"] == 0 else table["gflops"].get(row["parent"])
+        if whole is not None and not pd.isna(whole):
+            table.loc[name, "gflops"] = whole - siblings["gflops"].sum()
+
+
 def _slowest(table: pd.DataFrame, count: int = SLOWEST) -> set:
     top = table[(table["kind"] == "stage") & (table["depth"] == 0)]
     return set(top["time_ms"].nlargest(count).index) if "time_ms" in top and len(top) > count \
@@ -172,6 +187,8 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
     total_ms = float(np.median(totals.forward_ms)) if totals is not None and len(
         totals.forward_ms) else None
     own_medians = _remainders(table, total_ms)
+    _count_remainders(table, totals.flops / 1e9 if totals is not None and totals.flops
+                      is not None else None)
     share_of = total_ms if time and total_ms else (
         totals.flops / 1e9 if flops and totals is not None and totals.flops else None)
     share_column = "time_ms" if time and total_ms else "gflops"

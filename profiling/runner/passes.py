@@ -14,8 +14,9 @@ from ..stages.attach import attach_stages
 from ..collectors import PASSES, Collector, Metric, declared_metrics, make_collectors
 from ..statistics.coverage import stage_coverage, with_other_calls
 from ..errors import ProfilingError
-from ..stages.guards import (BufferGuard, FreshInputs, call_model, check_collector_devices,
+from ..stages.guards import (FreshInputs, call_model, check_collector_devices,
                              check_collectors_argument, check_mode, fresh_copy)
+from ..stages.model_state import ModelState
 from ..statistics.noise import machine_state, noise_report
 from ..stages.payload import device_type_of
 from ..stages.session import Session
@@ -162,6 +163,88 @@ def _auto_record(repeats: AutoRepeats, forward_ms: Sequence[float], elapsed_s: f
             "stopped_by": repeats.stop_reason(forward_ms, elapsed_s) or "time"}
 
 
+def _untimed_passes(model: Callable, untimed: Sequence[tuple[str, list[Collector]]],
+                    fresh: FreshInputs, state: ModelState, timed_model: Optional[Callable],
+                    record_payload: bool, progress: Optional[Callable[[str, int, int], None]]
+                    ) -> tuple[Any, Optional[list[StageCall]], list[tuple[str, StageCall]]]:
+    """Run the untimed passes (and the plain forward before a counted or compiled one);
+    return the first forward's output, the reference forward's calls and its events. The
+    model's state is put back after each forward."""
+    output: Any = _NOT_YET
+    calls: Optional[list[StageCall]] = None
+    events: list[tuple[str, StageCall]] = []
+    if (untimed[0][0] == "counting" if untimed else timed_model is not None):
+        # the output is the first forward's: a plain one, not a counted or compiled one
+        arguments, _ = _fresh_arguments(fresh, ())
+        output = fresh_copy(call_model(model, arguments))
+        fresh.done(keep=True)
+        state.restore()
+    for index, (name, group) in enumerate(untimed):
+        keep = output is _NOT_YET
+        arguments, _ = _fresh_arguments(fresh, group)
+        with Session(group, record_payload=record_payload and name == "analysis") as session:
+            with session.forward():
+                result = call_model(model, arguments)
+        fresh.done(keep)
+        if keep:
+            output = fresh_copy(result)
+        state.restore()
+        if calls is None:
+            calls, events = session.forwards[0], session.events
+        else:
+            _merge_metrics(calls, session.forwards[0])
+        if progress:
+            progress(name, index + 1, len(untimed))
+    return output, calls, events
+
+
+def _timed_forwards(forward: Callable, timing: list[Collector], fresh: FreshInputs,
+                    state: ModelState, device_type: str, output: Any,
+                    calls: Optional[list[StageCall]], events: list[tuple[str, StageCall]],
+                    warmup: int, repeats: Union[int, AutoRepeats], clock: Callable[[], int],
+                    progress: Optional[Callable[[str, int, int], None]]) -> tuple:
+    """Run the warm-up and timed forwards; return ``(output, forward_ms, noise,
+    timed_forwards, calls, events)``, the last two from the first timed forward when no
+    untimed pass gave them. The model's state is put back after each forward, outside the
+    timed span."""
+    forward_ms: list[float] = []
+    noise: dict[str, Any] = {}
+    before, i, started = machine_state(), 0, clock()
+    idle = False  # whether the device has finished all work launched so far
+    with Session(timing) as timed:
+        while _more_forwards(i, warmup, repeats, forward_ms, (clock() - started) / 1e9):
+            keep = output is _NOT_YET
+            arguments, copied = _fresh_arguments(fresh, timing)
+            if copied or not idle:
+                _synchronize(device_type)
+            start = clock()
+            with timed.forward():
+                result = call_model(forward, arguments)
+                _synchronize(device_type)  # the one synchronisation of a forward
+                stop = clock()
+            if i >= warmup:
+                forward_ms.append((stop - start) / 1e6)
+            else:
+                started = clock()  # the time limit counts the timed forwards only
+            fresh.done(keep)
+            if keep:
+                output = fresh_copy(result)
+            idle = not state.restore() and not keep
+            i += 1
+            if progress:
+                planned = int(warmup) + (repeats.min_repeats if isinstance(
+                    repeats, AutoRepeats) else int(repeats))
+                progress("warmup" if i <= warmup else "repeats", i, max(i, planned))
+    if forward_ms:
+        noise = noise_report(before, machine_state(), forward_ms)
+        if isinstance(repeats, AutoRepeats):
+            noise["auto_repeats"] = _auto_record(repeats, forward_ms, (clock() - started) / 1e9)
+    timed_forwards = timed.forwards[int(warmup):]
+    if calls is None:
+        calls, events = timed_forwards[0], timed.events
+    return output, forward_ms, noise, timed_forwards, calls, events
+
+
 def check_run_options(warmup: int, repeats: Union[int, AutoRepeats]) -> None:
     """Raise :class:`ProfilingError` unless ``warmup >= 0`` and ``repeats >= 1`` (or
     :class:`~profiling.statistics.AutoRepeats` with a positive target, time and minimum)."""
@@ -206,8 +289,12 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
         timed_model: what the warm-up and the timed forwards call instead of ``model``, such as
             ``torch.compile(model)`` (compiled in the warm-up, never timed); the untimed passes
             always run ``model`` eagerly, as their dispatch modes need.
-        train: profile a model in training mode (refused otherwise); its buffers (BatchNorm
-            statistics) are put back after each untimed pass.
+        train: profile a model in training mode (refused otherwise). Each forward then runs
+            as training would (BatchNorm normalises with the batch's statistics and updates
+            its running ones, dropout draws), and, as in every mode, the model's buffers and
+            the random generators are put back after each forward, outside the timed spans
+            (:class:`~profiling.stages.model_state.ModelState`): every pass is the caller's
+            one plain forward, and the model is left as it was given.
         clock: the timer of the timed forwards, in integer nanoseconds (tests pass a fake).
 
     Every pass sees the inputs as the caller gave them: each gets its own copy (tensors with
@@ -225,75 +312,26 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
     check_collector_devices(used, device_type)
     for collector in used:
         collector.bind(model, inputs)
-    calls: Optional[list[StageCall]] = None
-    events: list[tuple[str, StageCall]] = []
-    output: Any = _NOT_YET
     forward_ms: list[float] = []
     noise: dict[str, Any] = {}
     timed_forwards: list[list[StageCall]] = []
     fresh = FreshInputs(inputs)
-    buffer_guard = BufferGuard(model) if train else None
-    with torch.inference_mode(), attach_stages(model, attach or {}):
-        if (untimed[0][0] == "counting" if untimed else timed_model is not None):
-            # the output is the first forward's: a plain one, not a counted or compiled one
-            arguments, _ = _fresh_arguments(fresh, ())
-            output = fresh_copy(call_model(model, arguments))
-            fresh.done(keep=True)
-        for index, (name, group) in enumerate(untimed):
-            keep = output is _NOT_YET
-            arguments, _ = _fresh_arguments(fresh, group)
-            with Session(group, record_payload=record_payload and name == "analysis") as session:
-                with session.forward():
-                    result = call_model(model, arguments)
-            fresh.done(keep)
-            if keep:
-                output = fresh_copy(result)
-            if buffer_guard is not None:
-                buffer_guard.restore()
-            if calls is None:
-                calls, events = session.forwards[0], session.events
-            else:
-                _merge_metrics(calls, session.forwards[0])
-            if progress:
-                progress(name, index + 1, len(untimed))
-        if timing or calls is None:
-            forward = model if timed_model is None else timed_model
-            before, i, started = machine_state(), 0, clock()
-            idle = False  # whether the device has finished all work launched so far
-            with Session(timing) as timed:
-                while _more_forwards(i, warmup, repeats, forward_ms, (clock() - started) / 1e9):
-                    keep = output is _NOT_YET
-                    arguments, copied = _fresh_arguments(fresh, timing)
-                    if copied or not idle:
-                        _synchronize(device_type)
-                    start = clock()
-                    with timed.forward():
-                        result = call_model(forward, arguments)
-                        _synchronize(device_type)  # the one synchronisation of a forward
-                        stop = clock()
-                    if i >= warmup:
-                        forward_ms.append((stop - start) / 1e6)
-                    else:
-                        started = clock()  # the time limit counts the timed forwards only
-                    fresh.done(keep)
-                    idle = not keep
-                    if keep:
-                        output = fresh_copy(result)
-                    i += 1
-                    if progress:
-                        planned = int(warmup) + (repeats.min_repeats if isinstance(
-                            repeats, AutoRepeats) else int(repeats))
-                        progress("warmup" if i <= warmup else "repeats", i, max(i, planned))
-            if forward_ms:
-                noise = noise_report(before, machine_state(), forward_ms)
-                if isinstance(repeats, AutoRepeats):
-                    noise["auto_repeats"] = _auto_record(repeats, forward_ms,
-                                                         (clock() - started) / 1e9)
-            timed_forwards = timed.forwards[int(warmup):]
-            if calls is None:
-                calls, events = timed_forwards[0], timed.events
+    state = ModelState(model, device_type)
+    try:
+        with torch.inference_mode(), attach_stages(model, attach or {}):
+            output, calls, events = _untimed_passes(model, untimed, fresh, state, timed_model,
+                                                    record_payload, progress)
+            if timing or calls is None:
+                output, forward_ms, noise, timed_forwards, calls, events = _timed_forwards(
+                    model if timed_model is None else timed_model, timing, fresh, state,
+                    device_type, output, calls, events, warmup, repeats, clock, progress)
+    finally:
+        state.restore()
     notes = ["the model changes its inputs in place; every pass was given the original "
              "values"] if fresh.mutated else []
+    if state.changed_parameters:
+        notes.append("the model changes its parameters in place; the profile could not put "
+                     "them back, and each pass saw the previous pass's")
     timers = [metric for collector in timing for metric in collector.metrics]
     timed_forwards = [with_other_calls(forward, {metric: ms for metric in timers})
                       for forward, ms in zip(timed_forwards, forward_ms)]

@@ -16,7 +16,7 @@ import torch
 from ..collectors.liveness import Liveness
 from ..errors import ProfilingError
 from ..split.analysis import DEFAULT_CODECS, SplitAnalysis
-from ..stages.attach import attach_stages
+from ..stages.attach import attach_stages, hookable_modules
 from ..stages.guards import call_model
 from ..stages.session import Session
 
@@ -30,7 +30,7 @@ def module_marks(model: torch.nn.Module, depth: int, liveness: Liveness) -> Iter
     out, also after an exception. A module called again gets ``path[i]`` for its call ``i``."""
     handles = []
     try:
-        for path, module in model.named_modules():
+        for path, module in hookable_modules(model):
             if path and path.count(".") < depth:
                 handles.append(module.register_forward_hook(_mark_hook(path, liveness)))
         yield

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from ..stages.attach import attach_stages
+from ..stages.attach import attach_stages, hookable_modules
 from ..stages.markers import active_session
 from ..stages.session import Session
 from .export import ExportedModel, stage_path
@@ -115,7 +115,7 @@ def capture_module_calls(model: torch.nn.Module, inputs: Sequence[Any],
     # the stages' own hooks go first: a part's attached stage opens before the part starts
     with session, attach_stages(model, attach or {}):
         try:
-            for path, module in model.named_modules():
+            for path, module in hookable_modules(model):
                 if path:
                     before, after = hooks(path)
                     handles.append(module.register_forward_pre_hook(before, with_kwargs=True))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from typing import Iterator, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 import torch
 from torch import nn
@@ -21,7 +21,8 @@ from torch import nn
 from ..errors import ProfilingError
 from .markers import active_session
 
-__all__ = ["attach_stages", "resolve_module", "stand_in_stages", "is_container"]
+__all__ = ["attach_stages", "resolve_module", "stand_in_stages", "is_container",
+           "hookable_modules", "call_arguments"]
 
 _CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
 
@@ -36,6 +37,27 @@ def resolve_module(model: torch.nn.Module, path: str) -> torch.nn.Module:
         children = ", ".join(name for name, _ in model.named_children())
         raise ProfilingError(f"no submodule '{path}' in {type(model).__name__}; "
                              f"its top-level children are: {children}") from None
+
+
+def _is_scripted(module: torch.nn.Module) -> bool:
+    return isinstance(module, torch.jit.ScriptModule)
+
+
+def hookable_modules(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
+    """``named_modules()`` of ``model`` less the TorchScript modules and what is inside them,
+    which take no Python hooks (their operators count in the module that calls them)."""
+    scripted = [path for path, module in model.named_modules() if _is_scripted(module)]
+    return [(path, module) for path, module in model.named_modules()
+            if not any(root == "" or path == root or path.startswith(root + ".")
+                       for root in scripted)]
+
+
+def _check_hookable(name: str, path: str, module: torch.nn.Module) -> None:
+    if _is_scripted(module):
+        raise ProfilingError(
+            f"stage '{name}' is attached to '{path}', a TorchScript module ("
+            f"{type(module).__name__}), which takes no hooks; attach the module that calls it, "
+            f"or mark the stage in the caller's code with profiling.stage")
 
 
 def is_container(module: torch.nn.Module) -> bool:
@@ -79,19 +101,23 @@ def attach_stages(model: torch.nn.Module, stages: Mapping[str, str]) -> Iterator
     after an exception.
     """
     modules = {name: resolve_module(model, path) for name, path in stages.items()}
+    for name, module in modules.items():
+        _check_hookable(name, stages[name], module)
     stand_ins = stand_in_stages(modules)
     open_counts: dict[int, list] = {}
     handles = []
     try:
         for name, module in modules.items():
             open_calls = open_counts.setdefault(id(module), [])
-            handles.append(module.register_forward_pre_hook(_pre_hook(name, open_calls)))
+            handles.append(module.register_forward_pre_hook(_pre_hook(name, open_calls),
+                                                            with_kwargs=True))
             handles.append(module.register_forward_hook(_post_hook(open_calls), always_call=True))
         for name, (child, container) in stand_ins.items():
             open_calls = open_counts.setdefault(id(child), [])
             handles.append(child.register_forward_pre_hook(
                 _pre_hook(name, open_calls, unless_open=open_counts.setdefault(id(container),
-                                                                                []))))
+                                                                                [])),
+                with_kwargs=True))
             handles.append(child.register_forward_hook(_post_hook(open_calls), always_call=True))
         yield
     finally:
@@ -99,12 +125,21 @@ def attach_stages(model: torch.nn.Module, stages: Mapping[str, str]) -> Iterator
             handle.remove()
 
 
+def call_arguments(args: tuple, kwargs: Mapping[str, Any]) -> Any:
+    """What a module call takes, as a stage's input payload: its one argument, the tuple of its
+    positional arguments, or, when it is given keywords, those after them as a dict (the dict
+    alone without positional arguments)."""
+    if not kwargs:
+        return args[0] if len(args) == 1 else args
+    return (*args, dict(kwargs)) if args else dict(kwargs)
+
+
 def _pre_hook(name: str, open_calls: list, unless_open: Optional[list] = None):
-    def hook(module, args):
+    def hook(module, args, kwargs):
         session = active_session()
         skip = session is None or bool(unless_open)
         open_calls.append(None if skip else
-                          session.enter_stage(name, args[0] if len(args) == 1 else args))
+                          session.enter_stage(name, call_arguments(args, kwargs)))
     return hook
 
 

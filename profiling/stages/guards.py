@@ -6,8 +6,9 @@ input (or a view of it, or a list it fills) would hand later passes' changes to 
 a model in training mode would update its BatchNorm statistics once per pass.
 :class:`FreshInputs` gives every pass its own copy of the caller's inputs (the caller's own
 tensors are never handed to the model) and :func:`fresh_copy` keeps the returned output apart
-from later passes; :func:`check_mode` refuses a training-mode model unless asked, and
-:class:`BufferGuard` then puts its buffers back after each untimed pass.
+from later passes; :func:`check_mode` refuses a training-mode model unless asked
+(:class:`~profiling.stages.model_state.ModelState` puts buffers and random generators back
+after every pass, in any mode).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import torch
 from ..errors import ProfilingError
 from .payload import iter_tensors
 
-__all__ = ["FreshInputs", "fresh_copy", "BufferGuard", "check_mode", "check_collectors_argument",
+__all__ = ["FreshInputs", "fresh_copy", "check_mode", "check_collectors_argument",
            "call_model"]
 
 
@@ -62,10 +63,6 @@ def check_mode(model: Any, train: bool) -> None:
         raise ProfilingError(f"the model is in training mode ({training}): BatchNorm "
                              f"statistics and dropout would change with every pass; call "
                              f"model.eval(), or profile training-mode forwards with train=True")
-
-
-def _snapshot(tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    return [t.detach().clone() if t.device.type != "meta" else t for t in tensors]
 
 
 def _copy_tensor(tensor: torch.Tensor, storages: dict) -> torch.Tensor:
@@ -154,19 +151,3 @@ class FreshInputs:
         self.mutated |= changed
         if changed or keep:
             self.copies = None
-
-
-class BufferGuard:
-    """Keeps a module's buffers (BatchNorm running statistics, ...) and restores them."""
-
-    def __init__(self, model: Any) -> None:
-        buffers = list(model.buffers()) if isinstance(model, torch.nn.Module) else []
-        self.buffers = [b for b in buffers if not b.is_inference()]
-        self.values = _snapshot(self.buffers)
-
-    def restore(self) -> None:
-        """Put every buffer back to its value at construction."""
-        with torch.inference_mode(False), torch.no_grad():
-            for buffer, value in zip(self.buffers, self.values):
-                if buffer.device.type != "meta":
-                    buffer.copy_(value)

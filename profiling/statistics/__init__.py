@@ -14,7 +14,7 @@ _EXPORTS = {
     "MEDIAN_CI_METHOD": "intervals", "RATIO_CI_METHOD": "intervals",
     "aggregate_stages": "aggregate", "repeat_table": "aggregate", "STATISTICS": "aggregate",
     "shapes_text": "aggregate", "first_column": "aggregate", "time_column": "aggregate",
-    "stage_time_sums": "aggregate",
+    "stage_time_sums": "aggregate", "shown_calls": "aggregate",
     "with_other_calls": "coverage", "stage_coverage": "coverage", "coverage_line": "coverage",
     "OTHER": "coverage", "LOW_COVERAGE": "coverage",
     "machine_state": "noise", "noise_report": "noise", "unreliable_reasons": "noise",

@@ -12,7 +12,7 @@ from ..stages.markers import StageCall
 from .intervals import median_interval
 
 __all__ = ["aggregate_stages", "repeat_table", "STATISTICS", "shapes_text", "first_column",
-           "time_column", "stage_time_sums"]
+           "time_column", "stage_time_sums", "shown_calls"]
 
 #: The statistics of each repeated metric, as column suffixes. ``median_ci95_low`` and
 #: ``median_ci95_high`` bound the order-statistics 95% interval of the median
@@ -92,6 +92,18 @@ def repeat_table(timed: Sequence[Sequence[StageCall]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=None if rows else ["stage", "call_index", "repeat"])
 
 
+def shown_calls(stages: pd.DataFrame, max_depth: int, kinds: Sequence[str] = ("stage",)
+                ) -> pd.DataFrame:
+    """The rows of ``kinds`` down to ``max_depth`` that a table of one row per stage name
+    shows: a name's calls at its shallowest depth only. Its deeper calls (a stage re-entered
+    inside itself, a module called at the top and again inside another stage) are inside a
+    shallower call's figures, so the rows of each level still add up to their total; the
+    stage table has every call."""
+    rows = stages[stages["kind"].isin(list(kinds)) & (stages["depth"] <= max_depth)]
+    shallowest = rows.groupby("stage", sort=False)["depth"].transform("min")
+    return rows[rows["depth"] == shallowest]
+
+
 def stage_time_sums(rows: pd.DataFrame, time: str, times: Optional[pd.DataFrame]
                     ) -> pd.DataFrame:
     """Per stage name of ``rows``: ``time_ms``, the median over the repeats of the ``time``
@@ -106,10 +118,15 @@ def stage_time_sums(rows: pd.DataFrame, time: str, times: Optional[pd.DataFrame]
                              "ci_low": grouped[f"{time}_ci95_low"].sum().where(single),
                              "ci_high": grouped[f"{time}_ci95_high"].sum().where(single)}
                             if f"{time}_ci95_low" in rows else {"time_ms": grouped[time].sum()})
-    per_repeat = times[times["stage"].isin(rows["stage"].unique())].groupby(
-        ["stage", "repeat"], sort=False)[metric].sum()
+    # the calls of ``rows`` only: a stage re-entered inside itself, or called at another
+    # depth too, has calls that ``rows`` leave out (they are inside their parents' times)
+    key = ["stage", "call_index"] if "call_index" in times and "call_index" in rows \
+        else ["stage"]
+    chosen = pd.MultiIndex.from_frame(times[key]).isin(pd.MultiIndex.from_frame(rows[key]))
+    per_repeat = times[chosen].groupby(["stage", "repeat"], sort=False)[metric].sum()
     table = {}
     for name, values in per_repeat.groupby(level="stage", sort=False):
         low, high = median_interval(values.to_numpy())
         table[name] = {"time_ms": float(np.median(values)), "ci_low": low, "ci_high": high}
-    return pd.DataFrame.from_dict(table, orient="index").reindex(list(grouped.groups))
+    return pd.DataFrame.from_dict(table, orient="index", columns=["time_ms", "ci_low", "ci_high"]
+                                  ).reindex(list(grouped.groups))
