@@ -27,7 +27,7 @@ def test_the_quick_start_is_two_lines_setup_then_the_quick_tests():
 
 
 def test_the_slow_command_is_found():
-    assert _commands("slow") == [".venv/bin/python -m pytest -m slow"]
+    assert _commands("slow") == [".venv/bin/python -m pytest -m slow -n 2"]
 
 
 def test_a_marker_broken_across_lines_is_still_found():
