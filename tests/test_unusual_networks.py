@@ -19,6 +19,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from profiling import ProfilingError, profile_model, write_run
 from profiling.reports import format_summary, run_totals
+from profiling.runner import analyse_cuts
+from profiling.split import cut_table
 from profiling.statistics import repeat_table
 from profiling.stages.payload import iter_tensors
 from zoo.tools.cli import compose_config
@@ -251,6 +253,8 @@ def test_torchscript_parts_are_counted_and_written_and_refused_as_stages(name, t
     assert write_run(result, tmp_path / "run", model)  # the layer and module tables too
     scripted = next(path for path, module in model.named_modules()
                     if isinstance(module, torch.jit.ScriptModule))
+    cuts = cut_table(analyse_cuts(model, (x,), attach={"head": "head"}, depth=2))
+    assert "head" in set(cuts.cut) and cuts.set_index("cut").loc["head", "raw_bytes"] == 4 * 2 * 36
     with pytest.raises(ProfilingError, match=rf"stage 'part' is attached to '{scripted}', a "
                                              r"TorchScript module .* takes no hooks"):
         profile_model(model, (x,), attach={"part": scripted})
@@ -334,6 +338,32 @@ def test_reused_stages_add_up_in_every_table(name):
         assert sum(gflops[c] for c in children) == pytest.approx(gflops[parent], rel=1e-3)
     shares = _column(lines, "share")
     assert all(value <= 100.0 for value in shares.values())
+
+
+def _tied() -> nn.Module:
+    model = nn.Module()
+    model.encoder = nn.Linear(4, 4)
+    model.decoder = model.encoder
+    return model
+
+
+TWO_PATHS = {  # a model, and two paths to one of its modules
+    "tied attributes": (_tied, {"encoder": "encoder", "decoder": "decoder"}),
+    "one layer twice in a Sequential": (
+        lambda: nn.Sequential(*[nn.Linear(4, 4)] * 2), {"first": "0", "second": "1"}),
+    "the model under two names": (lambda: nn.Linear(4, 4), {"all": "", "again": ""}),
+}
+
+
+@pytest.mark.parametrize("name", TWO_PATHS)
+def test_two_stages_on_one_module_are_refused_in_one_line(name):
+    make_model, attach = TWO_PATHS[name]
+    model = make_model().eval()
+    first, second = attach
+    with pytest.raises(ProfilingError, match=rf"stages '{first}' .* and '{second}' .* are one "
+                                             r"module reached by two paths \(shared weights\)"):
+        profile_model(model, (torch.rand(2, 4),), collectors=["payload"], attach=attach)
+    assert _hooks(model) == 0
 
 
 @pytest.mark.parametrize("model", [nn.Sequential(nn.Identity(), nn.Identity()), nn.ReLU(),

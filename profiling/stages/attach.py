@@ -60,6 +60,20 @@ def _check_hookable(name: str, path: str, module: torch.nn.Module) -> None:
             f"or mark the stage in the caller's code with profiling.stage")
 
 
+def _check_distinct(stages: Mapping[str, str], modules: Mapping[str, torch.nn.Module]) -> None:
+    """Refuse two stages on one module: reached by two paths (tied weights), its hooks cannot
+    tell which path called it, so each call would open both stages, one inside the other."""
+    first: dict[int, str] = {}
+    for name, module in modules.items():
+        other = first.setdefault(id(module), name)
+        if other != name:
+            raise ProfilingError(
+                f"stages '{other}' ({stages[other] or 'the model'}) and '{name}' ("
+                f"{stages[name] or 'the model'}) are one module reached by two paths (shared "
+                f"weights), whose calls cannot be told apart; attach it once, or mark the stages "
+                f"in the callers' code with profiling.stage")
+
+
 def is_container(module: torch.nn.Module) -> bool:
     """Whether ``module`` is a plain container that its parent may iterate instead of calling:
     a ``Sequential``, ``ModuleList`` or ``ModuleDict`` whose ``forward`` is the library's own
@@ -103,6 +117,7 @@ def attach_stages(model: torch.nn.Module, stages: Mapping[str, str]) -> Iterator
     modules = {name: resolve_module(model, path) for name, path in stages.items()}
     for name, module in modules.items():
         _check_hookable(name, stages[name], module)
+    _check_distinct(stages, modules)
     stand_ins = stand_in_stages(modules)
     open_counts: dict[int, list] = {}
     handles = []
