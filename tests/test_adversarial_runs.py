@@ -204,3 +204,30 @@ def test_a_real_ctrl_c_exits_130_with_one_line_and_no_folder(tmp_path):
     assert "Traceback" not in stderr
     assert not run_dir.exists(), list(run_dir.iterdir())
     assert not list(tmp_path.glob(".run.*")), list(tmp_path.iterdir())
+
+
+
+@pytest.mark.parametrize("swallowed_in", ["resolve_device", "check_run_options", "prepare"])
+def test_a_ctrl_c_that_a_library_swallows_still_ends_the_run(swallowed_in, tmp_path, capsys,
+                                                             monkeypatch):
+    """Ctrl-C's handler raises wherever Python is; an extension's import that clears every
+    error swallowed it once and the run went on for minutes. The next forward stops it."""
+    from zoo.tools import cli
+
+    original = getattr(app, swallowed_in)
+
+    def swallowing(*args, **kwargs):
+        try:
+            cli._on_interrupt(2, None)  # what the signal does
+        except KeyboardInterrupt:
+            pass  # what the library did
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "_interrupted", False)
+    monkeypatch.setattr(app, swallowed_in, swallowing)
+    run_dir = tmp_path / "run"
+    outcome = run_main(main, ["model=swiftnet", "device=cpu", "input.size=[64,64]",
+                              "run.repeats=3", f"hydra.run.dir={run_dir}"], capsys, monkeypatch)
+    assert outcome.code == 130, outcome
+    assert outcome.stderr.strip().splitlines()[-1].startswith("error: interrupted"), outcome
+    assert not run_dir.exists()

@@ -142,6 +142,18 @@ def _on_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def raise_if_interrupted() -> None:
+    """Raise :class:`KeyboardInterrupt` if Ctrl-C came and the run still goes on.
+
+    The handler raises where Python happens to be when the signal is handled; a library that
+    clears every error there (an extension module's import that treats any failure as "optional
+    module absent") swallows it, and the run would go on for minutes. The tools call this at
+    points where stopping is safe (after each forward), so such an interrupt still ends the run.
+    """
+    if _interrupted:
+        raise KeyboardInterrupt
+
+
 def run_tool(tool: str, job: Callable[[], Any]) -> Any:
     """Run ``job`` under the error contract: return its result, or end the process with one
     line on stderr and the exit status of :func:`describe_failure`.

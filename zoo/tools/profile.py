@@ -18,7 +18,8 @@ from typing import Optional, Sequence
 
 from profiling import require_extra
 
-from .cli import CONFIG_DIR, checked_configs, config_key, exit_with, fail, hydra_value, run_tool
+from .cli import (CONFIG_DIR, checked_configs, config_key, exit_with, fail, hydra_value,
+                  raise_if_interrupted, run_tool)
 from ..errors import ConfigError
 from .resolvers import register_resolvers
 
@@ -49,6 +50,7 @@ def _job(cfg, checked: frozenset) -> None:
     try:
         from .job import run_profile  # torch loads here: an interrupt may already come
 
+        raise_if_interrupted()  # one that torch's import swallowed
         run_profile(cfg, run_dir, checked=config_key(cfg) in checked)
     except Exception as error:  # noqa: BLE001  (the contract: one line, or error.json in a sweep)
         _remove_if_empty(run_dir)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional
 
+from .cli import raise_if_interrupted
+
 __all__ = ["ForwardProgress"]
 
 
@@ -35,6 +37,7 @@ class ForwardProgress:
             self._bar = None
 
     def __call__(self, phase: str, done: int, total: int) -> None:
+        raise_if_interrupted()  # a Ctrl-C that a library swallowed still stops the run here
         if not self.enabled:
             return
         if self._bar is None:
