@@ -163,3 +163,19 @@ def test_report_true_writes_the_page_with_the_run(tmp_path):
     assert "report.html" in [p.name for p in run.files]
     data = _data((tmp_path / "run" / "report.html").read_text())
     assert data["stages"][:3] == ["encoder#0", "stem#0", "layer1#0"]
+
+
+@pytest.mark.parametrize("given, shown", [([16, 24], "batch 2, size 16x24"),
+                                          (None, "batch 2, size the model default")])
+def test_the_header_says_the_input_size_or_that_it_is_the_default(given, shown):
+    from profiling.reports.html.header import run_facts
+
+    record = read_run_like({"input": {"size": given, "batch": 2}})
+    assert dict(run_facts(record))["input"] == shown
+
+
+def read_run_like(config: dict):
+    """A record with only a config and an empty meta: what run_facts reads."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(meta={}, config=config, overrides=[])

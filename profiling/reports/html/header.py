@@ -83,7 +83,9 @@ def run_facts(record: RunRecord, defaults: Optional[Mapping[str, Any]] = None
              ("noise", noise_verdict(meta)),
              ("forward", _forward(meta))]
     if size is not None or batch is not None:
-        facts.append(("input", f"batch {batch}, size {size}"))
+        shown = "x".join(map(str, size)) if isinstance(size, (list, tuple)) else size
+        facts.append(("input", f"batch {batch if batch is not None else 1}, size "
+                               f"{shown if size is not None else 'the model default'}"))
     if meta.get("parameters") is not None:
         facts.append(("parameters", f"{int(meta['parameters']):,}"))
     facts += [(label, str(meta[key])) for label, key in
