@@ -50,7 +50,7 @@ def test_model_declares_and_runs_its_stages_on_meta(name):
     ("timm", dict(in_channels=0), "in_channels=0 is not accepted"),
     ("torchvision", dict(num_classes=-3), "num_classes=-3 is not accepted; accepted: null or "
                                           "an integer >= 1"),
-    ("swiftnet", dict(in_channels=True), "in_channels=True is not accepted"),
+    ("swiftnet", dict(in_channels=True), "in_channels=true is not accepted"),
 ])
 def test_sizes_below_their_minimum_are_one_config_error(name, options, message):
     with pytest.raises(zoo.errors.ConfigError) as error:

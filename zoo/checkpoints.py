@@ -11,6 +11,8 @@ from typing import Callable, Optional
 
 import torch
 
+from profiling.files import file_problem
+
 from .errors import ConfigError
 from .options import Boolean, check_value
 
@@ -48,7 +50,9 @@ def read_state_dict(path: str, *, allow_pickle: bool = False) -> dict[str, torch
     trust: unpickling can run code; nothing but ``True`` enables it). A file whose name
     carries a hash is verified first (:func:`check_named_hash`). A dict that wraps the
     weights under ``state_dict``, ``model`` or ``model_state_dict`` (as GMFlow's and
-    SwiftNet's releases do) is unwrapped. Meta, complex and non-finite tensors are refused.
+    SwiftNet's releases do) is unwrapped. A safetensors file is read as well (``torch.load``
+    knows it). Keys that are not texts, and meta, sparse, nested, quantized, complex and
+    non-finite tensors are refused.
     """
     return _read_verified(path, allow_pickle)[0]
 
@@ -56,9 +60,12 @@ def read_state_dict(path: str, *, allow_pickle: bool = False) -> dict[str, torch
 def _read_verified(path: str, allow_pickle: bool) -> tuple[dict[str, torch.Tensor], str]:
     """The state dict at ``path`` and the file's SHA-256 (see :func:`read_state_dict`)."""
     check_value("checkpoint_allow_pickle", allow_pickle, Boolean())
-    if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
-        raise ConfigError(f"checkpoint file not found: {path}; give the path of a local "
-                          f".pth/.pt file")
+    problem = file_problem(path) if isinstance(path, (str, os.PathLike)) else "is not a path"
+    if problem:
+        where = f"file not found: {path}" if problem == "does not exist" else \
+            f"{path} {problem}"
+        raise ConfigError(f"checkpoint {where}; give the path of a local .pth/.pt/.safetensors "
+                          f"file")
     path = os.fspath(path)
     sha256 = file_sha256(path)
     check_named_hash(path, sha256)
@@ -80,6 +87,10 @@ def _read_verified(path: str, allow_pickle: bool) -> tuple[dict[str, torch.Tenso
     if not isinstance(loaded, dict) or not all(isinstance(v, torch.Tensor)
                                                for v in loaded.values()):
         raise ConfigError(f"checkpoint {path} holds no state dict (a dict of tensors)")
+    key = next((k for k in loaded if not isinstance(k, str)), None)
+    if key is not None:
+        raise ConfigError(f"checkpoint {path} holds a tensor under the key {key!r} "
+                          f"({type(key).__name__}); a state dict's keys are parameter names")
     for key, tensor in loaded.items():
         _check_tensor(path, key, tensor)
     return loaded, sha256
@@ -87,12 +98,30 @@ def _read_verified(path: str, allow_pickle: bool) -> tuple[dict[str, torch.Tenso
 
 def _check_tensor(path: str, key: str, tensor: torch.Tensor) -> None:
     problem = ("a meta tensor (no data)" if tensor.is_meta else
+               "a nested tensor" if tensor.is_nested else
+               f"a tensor of layout {tensor.layout}" if tensor.layout != torch.strided else
+               "a quantized tensor" if tensor.is_quantized else
                "a complex tensor" if tensor.is_complex() else
                "non-finite values" if tensor.is_floating_point()
-               and not bool(torch.isfinite(tensor).all()) else None)
+               and not bool(torch.isfinite(tensor.float()).all()) else None)
     if problem:
-        raise ConfigError(f"checkpoint {path} holds {problem} at {key}; expected real, finite "
-                          f"weights")
+        raise ConfigError(f"checkpoint {path} holds {problem} at {key}; expected dense, real, "
+                          f"finite weights")
+
+
+#: What ``nn.DataParallel`` and ``DistributedDataParallel`` put before every key they save.
+_DATA_PARALLEL_PREFIX = "module."
+
+
+def _without_data_parallel_prefix(state_dict: dict[str, torch.Tensor],
+                                  model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """``state_dict`` without the ``module.`` that a model wrapped in ``DataParallel`` saved
+    before every key (as timm's loader drops it), unless the model's own names begin so."""
+    prefix = _DATA_PARALLEL_PREFIX
+    if not state_dict or not all(key.startswith(prefix) for key in state_dict) or any(
+            name.startswith(prefix) for name in model.state_dict()):
+        return state_dict
+    return {key[len(prefix):]: value for key, value in state_dict.items()}
 
 
 def load_checkpoint(model: torch.nn.Module, path: Optional[str], *, allow_pickle: bool = False,
@@ -100,6 +129,7 @@ def load_checkpoint(model: torch.nn.Module, path: Optional[str], *, allow_pickle
     """Load the checkpoint at ``path`` into ``model`` strictly and return the model.
 
     No ``path`` (``None`` or empty, a builder's default) leaves the random weights as they are.
+    The ``module.`` prefix of a checkpoint saved from ``nn.DataParallel`` is dropped.
     The loaded file's path and SHA-256 are kept as ``model.checkpoint_file`` (for
     ``meta.json``).
 
@@ -114,6 +144,7 @@ def load_checkpoint(model: torch.nn.Module, path: Optional[str], *, allow_pickle
     if not path:
         return model
     state_dict, sha256 = _read_verified(path, allow_pickle)
+    state_dict = _without_data_parallel_prefix(state_dict, model)
     if key_map is not None:
         state_dict = {key_map(key): value for key, value in state_dict.items()}
     adapt = getattr(model, "adapt_state_dict", None)

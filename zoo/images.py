@@ -27,6 +27,8 @@ from typing import Any, Optional, Sequence
 import torch
 import torch.nn.functional as F
 
+from profiling.files import file_problem
+
 from .errors import ConfigError
 from .image_files import IMAGE_SUFFIXES, MAX_PIXELS, VIDEO_SUFFIXES, read_frames
 from .inputs import arrange_frames, frames_per_item
@@ -65,13 +67,22 @@ def resolve_image_files(images: Any, kind: str) -> list[Path]:
             if not found:
                 raise ConfigError(f"input.images: folder {path} holds no image or video file "
                                   f"({', '.join(sorted(IMAGE_SUFFIXES | VIDEO_SUFFIXES))})")
-            files += found
-        elif path.is_file():
-            files.append(path)
+            files += [_regular(p, f" (in the folder {path})") for p in found]
         else:
-            raise ConfigError(f"input.images: no file or folder {path}; accepted: sample, "
-                              f"image or video files, folders of them")
+            files.append(_regular(path, ""))
     return files
+
+
+def _regular(path: Path, where: str) -> Path:
+    """``path``, refused unless it is a regular file: a FIFO would be waited on forever."""
+    problem = file_problem(path)
+    if problem == "does not exist":
+        raise ConfigError(f"input.images: no file or folder {path}; accepted: sample, image or "
+                          f"video files, folders of them")
+    if problem:
+        raise ConfigError(f"input.images: {path}{where} {problem}; accepted: image or video "
+                          f"files, folders of them")
+    return path
 
 
 def convert_channels(image: torch.Tensor, channels: int) -> torch.Tensor:

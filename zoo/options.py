@@ -40,6 +40,11 @@ class Checker:
 
 
 def _shown(value: Any) -> str:
+    """``value`` as it is typed in a config: ``null``, ``true``, ``'text'``, ``[1, 2]``."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_shown(item) for item in value) + "]"
     return repr(value) if isinstance(value, str) else str(value)
 
 

@@ -10,6 +10,7 @@ from .._exports import lazy_exports
 #: Each public name and the module that defines it.
 _EXPORTS = {
     "read_yaml": "reading", "read_json": "reading", "read_table": "reading",
+    "file_problem": "reading",
     "MAX_BYTES": "reading", "MAX_DEPTH": "reading", "MAX_VALUES": "reading",
     "write_file": "writing", "write_files": "writing", "write_folder": "writing",
     "replace_folder": "writing", "staging_folder": "writing", "mark_folder": "writing",

@@ -12,8 +12,11 @@ a value that is not a number where one belongs.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
@@ -22,7 +25,7 @@ from ..errors import ProfilingError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["read_yaml", "read_json", "read_table", "MAX_BYTES", "MAX_DEPTH", "MAX_VALUES"]
+__all__ = ["read_yaml", "read_json", "read_table", "file_problem", "MAX_BYTES", "MAX_DEPTH", "MAX_VALUES"]
 
 #: The largest file read (configs, ceilings and ``meta.json`` are a few kB).
 MAX_BYTES = 10_000_000
@@ -36,12 +39,43 @@ _YAML_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\']|\'\')*\'|#[^\n]*')
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 
-def _text(path: Path) -> str:
+def file_problem(path: Union[str, Path]) -> str:
+    """Why ``path`` is not a regular file that can be read, in words (``"is a folder"``,
+    ``"is a FIFO (named pipe)"``, ``"is a symbolic link that loops"``, ...), or ``""`` when it
+    is one (symbolic links followed). Opening a FIFO would wait forever for a writer and a
+    device may never end, so a tool asks this before it opens a file it was given."""
+    path = Path(path)
     try:
-        if path.stat().st_size > MAX_BYTES:
+        mode = path.stat().st_mode
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "is a symbolic link that loops"
+        if path.is_symlink():
+            return f"is a symbolic link to {os.readlink(path)}, which does not exist"
+        if error.errno in (errno.ENOENT, errno.ENOTDIR):
+            return "does not exist"
+        return f"cannot be read ({error.strerror})"
+    if stat.S_ISREG(mode):
+        return ""
+    if stat.S_ISDIR(mode):
+        return "is a folder"
+    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+    return "is " + next((kind for test, kind in kinds if test(mode)), "a special file") + \
+        ", not a regular file"
+
+
+def _text(path: Path) -> str:
+    problem = file_problem(path)
+    if problem:
+        raise ProfilingError(f"{path} {problem}; give a file")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
             raise ProfilingError(f"{path} is {path.stat().st_size:,} bytes, over the "
                                  f"{MAX_BYTES:,} this file may hold")
-        return path.read_text(encoding="utf-8")
+        return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise ProfilingError(f"{path} cannot be read ({type(error).__name__}: "
                              f"{str(error).splitlines()[0] if str(error) else ''})") from None
@@ -129,10 +163,18 @@ def _bracket_depth(text: str) -> int:
 
 
 def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
-               numeric: Callable[[str], bool] = lambda column: False) -> "pd.DataFrame":
-    """The CSV table ``path``, refused with one line naming it when it cannot be parsed, lacks
-    one of the ``required`` columns (a partial file, or one from another version), or holds
-    something else than a number in a column that ``numeric`` names (a hand edit)."""
+               numeric: Callable[[str], bool] = lambda column: False,
+               whole: Callable[[str], bool] = lambda column: False,
+               non_negative: Callable[[str], bool] = lambda column: False,
+               unique: Sequence[str] = ()) -> "pd.DataFrame":
+    """The CSV table ``path``, refused with one line naming it (and the column and row) when it
+    cannot be parsed, lacks one of the ``required`` columns (a partial file, or one from
+    another version), or was edited into something no run writes: something else than a
+    finite number in a column that ``numeric`` names, a fraction or a negative number in a
+    column of counts (``whole``), a negative number where ``non_negative`` says none can be
+    (times), or two rows with the same ``unique`` columns (a row pasted twice). Empty cells
+    are read as missing values."""
+    import numpy as np
     import pandas as pd
 
     path = Path(path)
@@ -147,11 +189,28 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
         raise ProfilingError(f"{path} is broken: it lacks the columns {missing} (a partial file, "
                              f"or one written by another version)")
     for column in table.columns:
-        if numeric(str(column)) and not pd.api.types.is_numeric_dtype(table[column]):
-            values = pd.to_numeric(table[column], errors="coerce")
-            bad = table[column][values.isna() & table[column].notna()]
+        if not numeric(str(column)):
+            continue
+        values = pd.to_numeric(table[column], errors="coerce")
+        checks = [(values.isna(), "not a number"),
+                  (~np.isfinite(values.astype(float)), "not a finite number")]
+        if whole(str(column)):
+            checks.append(((values % 1 != 0) | (values < 0) | (values >= 2 ** 63),
+                           "not a whole number from 0 to 2**63 - 1 (a count)"))
+        if non_negative(str(column)):
+            checks.append((values < 0, "a negative number where none can be"))
+        for wrong, what in checks:
+            bad = table[column][table[column].notna() & wrong]
             if len(bad):
+                cell = bad.iloc[0].item() if hasattr(bad.iloc[0], "item") else bad.iloc[0]
                 raise ProfilingError(f"{path} is broken: column {column}, row {bad.index[0] + 2} "
-                                     f"holds {bad.iloc[0]!r}, not a number")
-            table[column] = values
+                                     f"holds {cell!r}, {what}")
+        table[column] = values
+    repeated = table.duplicated(list(unique)) if unique and set(unique) <= set(table.columns) \
+        else None
+    if repeated is not None and repeated.any():
+        row = int(repeated.to_numpy().argmax())
+        key = ", ".join(f"{c}={table[c].iloc[row]}" for c in unique)
+        raise ProfilingError(f"{path} is broken: row {row + 2} repeats an earlier row's {key} "
+                             f"(each may appear once)")
     return table

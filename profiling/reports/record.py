@@ -15,6 +15,7 @@ comparing their folders is one code path (:func:`as_record` takes either).
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -237,7 +238,7 @@ def read_run(directory: PathLike) -> RunRecord:
 
 #: The type each field of ``meta.json`` / ``error.json`` that the tools read must have.
 _FIELD_TYPES = {"config": (dict, "a mapping"), "overrides": (list, "a list"),
-                "forward_ms": (list, "a list of numbers"), "notes": (list, "a list"),
+                "forward_ms": (list, "a list of finite numbers >= 0"), "notes": (list, "a list"),
                 "noise": (dict, "a mapping"), "totals": (dict, "a mapping"),
                 "parameters": (int, "an integer"), "device_name": (str, "a text"),
                 "roofline": (dict, "a mapping"),
@@ -245,6 +246,21 @@ _FIELD_TYPES = {"config": (dict, "a mapping"), "overrides": (list, "a list"),
 #: Columns of ``stages.csv`` and ``times.csv`` that hold numbers.
 _NUMBERS = re.compile(r"^(depth|call_index|order|repeat|macs|flops|activations)$|"
                       r"_(bytes|mb|ms|mean|median|p10|p90|std|low|high|read|written)$")
+
+
+#: Columns of ``stages.csv`` and ``times.csv`` that count things: whole numbers, never below 0.
+_COUNTS = re.compile(r"^(depth|call_index|order|repeat|macs|flops|activations)$|_bytes$|"
+                     r"^bytes_(read|written)$")
+#: Columns of times (milliseconds), never below 0; memory columns may be (memory freed).
+_TIMES = re.compile(r"_ms(_|$)")
+
+
+def _counts(column: str) -> bool:
+    return bool(_COUNTS.search(column))
+
+
+def _times(column: str) -> bool:
+    return bool(_TIMES.search(column))
 
 
 def holds_numbers(column: str) -> bool:
@@ -260,7 +276,8 @@ def _read_json(path: Path) -> dict[str, Any]:
         value = data.get(name)
         if value is not None and (not isinstance(value, kind) or isinstance(value, bool) or (
                 name == "forward_ms" and not all(isinstance(v, (int, float)) and not
-                                                 isinstance(v, bool) for v in value))):
+                                                 isinstance(v, bool) and math.isfinite(v)
+                                                 and v >= 0 for v in value))):
             raise ProfilingError(f"{path} is broken: '{name}' must be {words}, got "
                                  f"{type(value).__name__} {json.dumps(value)[:40]}")
     return data
@@ -276,7 +293,8 @@ def _as_written(table: pd.DataFrame, text: Sequence[str]) -> pd.DataFrame:
 
 
 def _read_stages(path: Path) -> pd.DataFrame:
-    stages = read_table(path, required=("stage",), numeric=holds_numbers)
+    stages = read_table(path, required=("stage",), numeric=holds_numbers, whole=_counts,
+                        non_negative=_times, unique=("stage", "call_index"))
     if stages.empty:
         raise ProfilingError(f"{path} is broken: it holds no stage rows")
     return _as_written(stages.rename(columns=RENAMED_COLUMNS), _STAGE_TEXT)
@@ -290,7 +308,8 @@ def read_times(directory: PathLike) -> Optional[pd.DataFrame]:
     if not path.is_file():
         return None
     return _as_written(read_table(path, required=("stage", "call_index", "repeat"),
-                                  numeric=holds_numbers), _STAGE_TEXT)
+                                  numeric=holds_numbers, whole=_counts, non_negative=_times,
+                                  unique=("stage", "call_index", "repeat")), _STAGE_TEXT)
 
 
 def _read_layers(path: Path) -> pd.DataFrame:

@@ -214,6 +214,14 @@ def _explain(error: Exception, overrides: Sequence[str], config_name: str) -> st
                           if o.split("=", 1)[0].lstrip("+~") == group), "?")
             return (f"unknown {group} '{value}'; choose one of: "
                     f"{', '.join(config_options(group))}")
+    if text.startswith("Config group override must be a string or a list"):
+        group = next((o.split("=", 1)[0].lstrip("+") for o in overrides
+                      if o.split("=", 1)[0].lstrip("+") in _GROUPS and "null" in o), "model")
+        return (f"{group} takes the name of a config, not null; choose one of: "
+                f"{', '.join(config_options(group))}")
+    if "Could not append to config. An item is already at" in text:
+        key = text.split("'")[1]
+        return f"{key} is an option already: set it without '+' ({key}=VALUE)"
     if "not in struct" in text or "Could not override" in text or "Could not append" in text:
         key = text.split("'")[1] if "'" in text else "?"
         parent, _, _ = key.rpartition(".")
@@ -283,6 +291,54 @@ def resolve_interpolations(cfg: Any, key: str) -> None:
                           f"{str(error).strip().splitlines()[0]}") from None
 
 
+#: The groups that may be deleted (``~experiment``): every other option always has a value.
+_OPTIONAL_GROUPS = ("experiment",)
+_GRAMMAR = ("accepted: KEY=VALUE as Hydra's override grammar reads it (quote a value that "
+            "holds spaces, non-ASCII letters or symbols: KEY='...')")
+
+
+def _check_override_form(override: str) -> None:
+    """Refuse, in one line saying what is accepted, an override that Hydra cannot parse, that
+    deletes an option (``~run.repeats``: only ``~experiment`` may go), or that chooses no
+    config of a group (``model=null``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    name = override.partition("=")[0].lstrip("+~")
+    if not name.strip():
+        raise ConfigError(f"'{override}' names no option before '='; {_GRAMMAR}")
+    try:
+        parsed = OverridesParser.create().parse_override(override)
+    except Exception as error:  # noqa: BLE001  (the parser raises its own types)
+        raise ConfigError(_parse_problem(override, error)) from None
+    if parsed.is_delete():
+        if name in _REQUIRED:
+            raise ConfigError(f"the {name} group is required and cannot be deleted (~{name}); "
+                              f"choose one of: {', '.join(config_options(name))}")
+        if name not in _OPTIONAL_GROUPS and not name.startswith(("hydra.", "hydra/")):
+            raise ConfigError(f"{override}: options cannot be deleted, every option has a "
+                              f"value; set it instead ({name}=VALUE, or {name}=null where "
+                              f"null is accepted)")
+    elif name in _GROUPS and not parsed.is_sweep_override() and \
+            not isinstance(parsed.value(), (str, list)):
+        hint = " (leave it out for none)" if name in _OPTIONAL_GROUPS else ""
+        raise ConfigError(f"{override} is not accepted; choose one of: "
+                          f"{', '.join(config_options(name))}{hint}")
+
+
+def _parse_problem(override: str, error: Exception) -> str:
+    """One line for an override that Hydra's parser refused: why, the first character that
+    is not ASCII (a look-alike letter typed or pasted), and what is accepted."""
+    import unicodedata
+
+    lines = [line.strip() for line in str(error).splitlines()]
+    reason = next((line for line in lines[1:] if line and "^" not in line and
+                   "hydra.cc" not in line), lines[0] if lines else type(error).__name__)
+    foreign = next((c for c in override if not c.isascii()), None)
+    named = "" if foreign is None else (
+        f" ('{foreign}' is {unicodedata.name(foreign, 'U+%04X' % ord(foreign))}, not ASCII)")
+    return f"cannot parse {override!r}: {reason}{named}; {_GRAMMAR}"
+
+
 def _variants(overrides: Sequence[str]) -> list[list[str]]:
     """The overrides of each variant to check: every swept option at its first value, then
     each swept value in turn with the others at their first (each variant once)."""
@@ -332,6 +388,8 @@ def checked_configs(overrides: Sequence[str], config_name: str = "profile") -> l
     folders = search_folders(overrides)
     plain = [o for o in overrides if not o.startswith("hydra.") and not o.startswith("-")]
     searched = search_path_overrides(overrides)
+    for override in plain:
+        _check_override_form(override)
     try:
         variants = _variants(plain)
     except Exception as error:  # noqa: BLE001  (the parser raises its own error types)

@@ -39,6 +39,45 @@ def _remove_if_empty(directory: Path) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def _first_new_folder(arguments: Sequence[str]) -> Optional[Path]:
+    """The highest folder on the way to the run (or sweep) folder that does not exist yet
+    (``results/`` in a fresh working directory), which Hydra creates before the job runs; or
+    ``None`` when only the run folder itself is new."""
+    multirun = any(a in ("-m", "--multirun") for a in arguments)
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    template = hydra_value(arguments, key) or _default_folder(key)
+    fixed, interpolated, _ = template.partition("${")
+    if not fixed.strip():
+        return None
+    folder = Path(fixed).expanduser().absolute()
+    if interpolated and not fixed.endswith("/"):
+        folder = folder.parent  # the last name is completed by the interpolation
+    missing = [p for p in [folder, *folder.parents] if not p.exists()]
+    return missing[-1] if missing else None
+
+
+def _default_folder(key: str) -> str:
+    """``hydra.run.dir`` or ``hydra.sweep.dir`` as the shipped ``profile.yaml`` sets it."""
+    from profiling.files import read_yaml
+
+    node = read_yaml(CONFIG_DIR / "profile.yaml")
+    for part in key.split("."):
+        node = node.get(part, {}) if isinstance(node, dict) else {}
+    return node if isinstance(node, str) else ""
+
+
+def _remove_empty_folders(top: Optional[Path]) -> None:
+    """Remove ``top`` and the folders below it that hold no file, from the deepest up (each
+    ``rmdir`` fails on a folder that holds anything, so no file is ever removed)."""
+    if top is None or not top.is_dir():
+        return
+    for folder, _, _ in os.walk(top, topdown=False):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
+
+
 def _job(cfg, checked: frozenset) -> None:
     """Run the job Hydra composed; ``checked``: the configs checked before Hydra started
     (:func:`~zoo.tools.cli.config_key`), which are not checked again."""
@@ -157,12 +196,14 @@ def _main() -> None:
     sweep_summary.last_sweep = None  # an earlier sweep of this process is not this run's
     checked: frozenset = frozenset()
     staged = None
+    new_folder = None
     if not any(a in _HELP for a in arguments):
         configs = checked_configs(_values(arguments))  # each composed and checked once
         checked = frozenset(config_key(cfg) for cfg in configs)
         _check_launcher(arguments)
         staged = _check_output_folders(arguments)
         _echo_options(arguments, configs[0])
+        new_folder = _first_new_folder(arguments)
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()  # a config composed before (the checks, a test) is done
@@ -174,6 +215,7 @@ def _main() -> None:
     except BaseException:
         if staged is not None:  # the old sweep stays whole
             shutil.rmtree(staged[1], ignore_errors=True)
+        _remove_empty_folders(new_folder)  # a run that wrote nothing leaves no folders
         raise
     finally:
         sys.argv[1:] = arguments
