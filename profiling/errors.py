@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 from typing import Optional, Sequence
 
@@ -29,9 +30,22 @@ def require_extra(module: str, extra: str, purpose: str) -> ModuleType:
     """
     try:
         return importlib.import_module(module)
-    except ImportError:
+    except ImportError as error:
+        if _installed(module):  # there, but it does not import (a missing native library)
+            why = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise MissingExtra(f"{purpose} needs {module}, which is installed but does not "
+                               f"import ({why}); reinstall it with "
+                               f"pip install --force-reinstall 'stagezoo[{extra}]'") from None
         raise MissingExtra(f"{purpose} needs {module}, which is not installed; install it with "
                            f"pip install 'stagezoo[{extra}]'") from None
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be found (whether or not it imports)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def mark_stage(error: BaseException, open_stages: Sequence[str]) -> None:

@@ -25,8 +25,7 @@ def check_runtime(deployment: Any, device: torch.device) -> None:
     """Raise a one-line :class:`ConfigError` unless ``deployment`` (a
     :class:`~zoo.deploy.Deployment`) can run in its runtime on
     ``device`` (the runtime's packages installed, the options it takes)."""
-    from profiling import require_extra
-    from profiling.runtimes import EXTRA, missing_packages
+    from profiling.runtimes import require_runtime
 
     runtime = deployment.runtime
     if runtime == "torch":
@@ -46,8 +45,7 @@ def check_runtime(deployment: Any, device: torch.device) -> None:
     if used:
         raise ConfigError(f"run.{used[0]}=true is a PyTorch option and run.runtime={runtime} "
                           f"runs the exported model; set run.{used[0]}=false")
-    for package in missing_packages(runtime, deployment.dtype):
-        require_extra(package, EXTRA, f"run.runtime={runtime}")
+    require_runtime(runtime, deployment.dtype, f"run.runtime={runtime}")
     if device.type == "cuda" and runtime == "openvino":
         raise ConfigError("run.runtime=openvino runs on device=cpu here; use device=cpu or "
                           "run.runtime=onnxruntime for the GPU")
@@ -83,6 +81,11 @@ def int8_metric(model_name: str, reference: Any, outputs: Sequence[Any]) -> dict
 
 #: Above this ratio of the profiled forward to the unprofiled one, the run says so.
 PROFILER_OVERHEAD_NOTED = 1.05
+#: Below this ratio the unprofiled forward was the slower one: noise, not the profiler.
+PROFILER_OVERHEAD_NOISE = 0.95
+#: A float32 runtime output further than this from PyTorch's, relative to the output's
+#: largest value, is more than float32 round-off (ONNX Runtime and OpenVINO stay near 1e-6).
+FLOAT32_AGREEMENT = 1e-3
 
 
 def _speed_notes(info: dict[str, Any]) -> list[str]:
@@ -102,7 +105,36 @@ def _speed_notes(info: dict[str, Any]) -> list[str]:
                      f"stage times and the total are the profiled ones, the unprofiled forward "
                      f"is meta.json's deployment.unprofiled_forward_ms_median "
                      f"(docs/runtimes.md)")
+    elif overhead is not None and overhead < PROFILER_OVERHEAD_NOISE:
+        notes.append(f"the forward timed with {info['runtime']}'s profiler off "
+                     f"({info['unprofiled_forward_ms_median']:.3g} ms) was {1 / overhead:.2f}x "
+                     f"the profiled one: this machine's timing noise exceeds the profiler's "
+                     f"cost, so deployment.profiler_overhead"
+                     f"{' and int8_speedup' if speedup is not None else ''} are no reliable "
+                     f"figures on this run (more run.repeats, or a quieter machine)")
     return notes
+
+
+def _output_notes(info: dict[str, Any], dtype: str, random_weights: bool) -> list[str]:
+    """What the run says about the runtime's output against PyTorch's float32 output."""
+    if dtype == "int8":
+        difference = ", ".join(f"{k} {v:.4g}" for k, v in info["int8_output"].items())
+        return [f"int8 (static post-training quantisation, calibrated on "
+                f"{info['calibration']}) against float32: {difference}"
+                + ("; with random weights this is no accuracy figure" if random_weights
+                   else "")]
+    figures = info.get("output_difference") or {}
+    if "max_abs_difference" not in figures:
+        return []
+    relative = figures.get("relative_max_difference", 0.0)
+    line = (f"{info['runtime']}'s float32 output against PyTorch's: max abs difference "
+            f"{figures['max_abs_difference']:.3g}, {relative:.2g} of the output's largest "
+            f"value ({figures['reference_max_abs']:.3g})")
+    if relative > FLOAT32_AGREEMENT:
+        line += (f"; more than float32 round-off (>{FLOAT32_AGREEMENT:g}): the exported model "
+                 f"does not compute what the PyTorch one does, so its stage times describe "
+                 f"another network")
+    return [line]
 
 
 def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,
@@ -150,9 +182,5 @@ def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,
         info["calibration"] = "input.images" if images else "the run's own seeded inputs"
         info["int8_output"].update(int8_metric(str(cfg.model.name), profiled.result.output,
                                                profiled.outputs))
-        difference = ", ".join(f"{k} {v:.4g}" for k, v in info["int8_output"].items())
-        notes.append(f"int8 (static post-training quantisation, calibrated on "
-                     f"{info['calibration']}) against float32: {difference}"
-                     + ("" if images or cfg.model.get("checkpoint") else
-                        "; with random weights this is no accuracy figure"))
+    notes += _output_notes(info, deployment.dtype, not cfg.model.get("checkpoint"))
     return profiled, notes, files

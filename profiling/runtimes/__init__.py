@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 from typing import Any
 
-__all__ = ["RUNTIMES", "missing_packages", "profile_runtime", "RuntimeProfile", "EXTRA",
+__all__ = ["RUNTIMES", "missing_packages", "require_runtime", "profile_runtime", "RuntimeProfile", "EXTRA",
            "default_cache_folder", "default_provider"]
 
 #: The runtimes, and the packages each needs (float32; int8 adds the second tuple).
@@ -24,11 +24,26 @@ RUNTIMES = {"onnxruntime": (("onnx", "onnxscript", "onnxruntime"), ()),
 EXTRA = "runtimes"
 
 
-def missing_packages(runtime: str, dtype: str = "float32") -> list[str]:
-    """The packages that ``runtime`` needs for ``dtype`` and that are not installed."""
+def _needed(runtime: str, dtype: str) -> tuple[str, ...]:
     needed, for_int8 = RUNTIMES[runtime]
-    wanted = needed + (for_int8 if dtype == "int8" else ())
-    return [name for name in wanted if importlib.util.find_spec(name) is None]
+    return needed + (for_int8 if dtype == "int8" else ())
+
+
+def missing_packages(runtime: str, dtype: str = "float32") -> list[str]:
+    """The packages that ``runtime`` needs for ``dtype`` and that are not installed (found
+    without importing them: cheap enough for a test's skip marker)."""
+    return [name for name in _needed(runtime, dtype) if importlib.util.find_spec(name) is None]
+
+
+def require_runtime(runtime: str, dtype: str = "float32", purpose: str = "") -> None:
+    """Import every package ``runtime`` needs for ``dtype``, or raise a one-line
+    :class:`~profiling.MissingExtra` naming the ``runtimes`` extra: for a package that is not
+    installed, and for one that is installed but does not import (a missing native library).
+    ``purpose`` says what needed it (default ``runtime=NAME``)."""
+    from ..errors import require_extra
+
+    for name in _needed(runtime, dtype):
+        require_extra(name, EXTRA, purpose or f"runtime={runtime}")
 
 
 def __getattr__(name: str) -> Any:

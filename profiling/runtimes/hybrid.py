@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import torch
 
+from ..errors import ProfilingError
 from ..runner.passes import ProfileResult, profile_model
 from ..stages.markers import StageCall
 from ..statistics.aggregate import aggregate_stages
@@ -27,7 +28,8 @@ from .parts import Part, capture_module_calls, export_failure, runtime_parts, te
 from .graph import load_graph
 from .int8_payload import quantise_call_payloads
 from .quiet import quiet
-from .runtime_profile import RuntimeProfile, call_paths, output_difference, runtime_stage_map
+from .runtime_profile import (RuntimeProfile, call_paths, record_output_difference,
+                              runtime_stage_map)
 from .stage_map import enclosing_paths, part_path
 
 __all__ = ["profile_parts"]
@@ -57,6 +59,17 @@ def _part_backend(model: torch.nn.Module, part: Part, runtime: str, dtype: str,
                 runtime, part.exported, workdir, _calibration_feeds(model, part, calibration))
     backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model)
     return backend, run_path, values
+
+
+def _nothing_runs(model: torch.nn.Module, runtime: str, in_torch: Mapping[str, str]) -> str:
+    """The one line of a model of which no part exports and runs in ``runtime``: why the
+    whole model does not, and why its first modules do not."""
+    whole = in_torch.get("", "")
+    others = [f"{path}: {why}" for path, why in in_torch.items() if path][:2]
+    return (f"{runtime} runs no part of {type(model).__name__}: the whole model: {whole}"
+            + (f"; on their own: {'; '.join(others)}" if others else
+               "; no submodule exports on its own")
+            + "; profile it in PyTorch")
 
 
 def _engines(calls: Sequence[StageCall], paths: Mapping[int, str], inside: set[str],
@@ -121,6 +134,8 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
         maps.append(runtime_stage_map(part.exported, run_path, backend))
         files.extend(dict.fromkeys([part.exported.path, run_path]))
     parts = running
+    if not parts:
+        raise ProfilingError(_nothing_runs(model, runtime, in_torch))
     timer = "cuda_time" if device_type == "cuda" else "cpu_time"
     metric = f"{timer}_ms"
     with runtime_parts(model, parts, [backend.run for backend in backends]):
@@ -182,8 +197,7 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
     deployment["in_torch"] = in_torch
     deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None
     outputs = tensor_feeds(hybrid.output)
-    if dtype == "int8":
-        deployment["int8_output"] = output_difference(reference.output, outputs)
+    record_output_difference(deployment, dtype, reference.output, outputs)
     result = ProfileResult(calls=calls, events=reference.events, timed=timed,
                            forward_ms=list(hybrid.forward_ms), stages=stages,
                            output=reference.output, collectors=reference.collectors,

@@ -21,6 +21,8 @@ __all__ = ["OnnxRuntimeBackend", "cuda_provider_available", "default_provider"]
 
 _KERNEL = "_kernel_time"
 _CUDA = "CUDAExecutionProvider"
+#: ONNX Runtime's log severity that prints only fatal errors (0 verbose ... 4 fatal).
+_FATAL = 4
 
 
 class OnnxRuntimeBackend:
@@ -44,7 +46,7 @@ class OnnxRuntimeBackend:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
-        options.log_severity_level = 3
+        options.log_severity_level = _FATAL  # an error reaches the caller as the exception
         if not spinning:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if profile:

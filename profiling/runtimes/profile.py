@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_flatten
 
+from . import require_runtime
 from ..errors import ProfilingError
 from ..runner.passes import ProfileResult, profile_model
 from ..stages.markers import StageCall
@@ -34,8 +35,8 @@ from .int8_payload import quantise_call_payloads
 from .parts import (Captured, capture_module_calls, export_failure, exportable_parts,
                     part_attach, tensor_feeds)
 from .quiet import quiet
-from .runtime_profile import (RuntimeProfile, call_paths, output_difference, runtime_stage_map,
-                              timed_runs)
+from .runtime_profile import (RuntimeProfile, call_paths, output_difference,
+                              record_output_difference, runtime_stage_map, timed_runs)
 
 __all__ = ["RuntimeProfile", "profile_runtime", "output_difference"]
 #: The PyTorch passes a runtime run keeps: memory and module times would describe PyTorch.
@@ -115,6 +116,7 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
         raise ProfilingError(f"unknown runtime '{runtime}'; accepted: onnxruntime, openvino")
     if dtype not in ("float32", "int8"):
         raise ProfilingError(f"dtype '{dtype}' is not run by {runtime}; accepted: float32, int8")
+    require_runtime(runtime, dtype)
     workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="stagezoo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     device_type = next((t.device.type for t in tree_flatten(inputs)[0]
@@ -186,7 +188,7 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
                                            3)
         quantise_call_payloads(calls, paths, exported.node_stages, graph,
                                graph.carried_quantised(quantised))
-        deployment["int8_output"] = output_difference(reference.output, outputs or [])
+    record_output_difference(deployment, dtype, reference.output, outputs or [])
     counter = reference.collectors.get("op_counts")
     stages = aggregate_stages(with_other_calls(calls, counter.total.as_dict() if counter
                                                else {}), timed)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import sys
 import warnings
 from typing import Iterator
 
 __all__ = ["quiet"]
 
+#: ONNX Runtime's log severities: fatal errors only, and its default (warnings and errors).
+_ORT_FATAL, _ORT_WARNING = 4, 2
 _LOGGERS = ("onnxscript", "onnx_ir", "torch.onnx", "torch.export", "onnxruntime", "nncf",
             "root")
 
@@ -17,10 +20,15 @@ _LOGGERS = ("onnxscript", "onnx_ir", "torch.onnx", "torch.export", "onnxruntime"
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
     """While the block runs: Python-level output, warnings and the libraries' logs below
-    ERROR are dropped (an exception still propagates with its message)."""
+    ERROR are dropped, and ONNX Runtime's own log (written by its C++ code, past Python's
+    streams) prints only fatal errors, back at its default, warnings, afterwards; an
+    exception still propagates with its message."""
     levels = {name: logging.getLogger(name if name != "root" else None).level
               for name in _LOGGERS}
+    onnxruntime = sys.modules.get("onnxruntime")  # its C++ log writes to the terminal itself
     try:
+        if onnxruntime is not None:
+            onnxruntime.set_default_logger_severity(_ORT_FATAL)
         for name in _LOGGERS:
             logging.getLogger(name if name != "root" else None).setLevel(logging.ERROR)
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
@@ -28,5 +36,7 @@ def quiet() -> Iterator[None]:
             warnings.simplefilter("ignore")
             yield
     finally:
+        if onnxruntime is not None:
+            onnxruntime.set_default_logger_severity(_ORT_WARNING)
         for name, level in levels.items():
             logging.getLogger(name if name != "root" else None).setLevel(level)

@@ -19,8 +19,8 @@ from .export import ExportedModel
 from .graph import OnnxGraph, load_graph
 from .stage_map import StageMap
 
-__all__ = ["RuntimeProfile", "call_paths", "output_difference", "runtime_stage_map",
-           "timed_runs"]
+__all__ = ["RuntimeProfile", "call_paths", "output_difference", "record_output_difference",
+           "runtime_stage_map", "timed_runs"]
 
 
 @dataclass
@@ -57,17 +57,38 @@ def call_paths(calls: Sequence[StageCall]) -> dict[int, str]:
 
 
 def output_difference(reference: Any, outputs: Sequence[np.ndarray]) -> dict[str, float]:
-    """Max and mean absolute difference between the floating tensors of ``reference`` (the
-    float32 output) and the runtime's ``outputs`` (in flattened order)."""
-    expected = [t.detach().float().cpu().numpy() for t in tree_flatten(reference)[0]
-                if isinstance(t, torch.Tensor)]
-    pairs = [(e, np.asarray(o, dtype=np.float32)) for e, o in zip(expected, outputs)
-             if e.shape == np.shape(o) and e.size]
+    """How far the runtime's ``outputs`` (in flattened order) are from ``reference`` (the
+    PyTorch float32 output), over its floating tensors: the max and mean absolute difference,
+    the largest absolute value of the reference, and the max difference relative to it (an
+    absolute difference means nothing without the outputs' scale: a network whose random
+    weights make outputs of 1e-10 differs by 1e-11 whatever the runtime does). Integer outputs
+    (labels, indices) and tensors whose shapes differ are left out."""
+    pairs = []
+    for expected, got in zip((leaf for leaf in tree_flatten(reference)[0]
+                              if isinstance(leaf, torch.Tensor)), outputs):
+        if expected.is_floating_point() and tuple(expected.shape) == np.shape(got) and \
+                expected.numel():
+            pairs.append((expected.detach().float().cpu().numpy(),
+                          np.asarray(got, dtype=np.float32)))
     if not pairs:
         return {}
     differences = np.concatenate([np.abs(e - o).ravel() for e, o in pairs])
-    return {"max_abs_difference": float(differences.max()),
-            "mean_abs_difference": float(differences.mean())}
+    scale = float(max(np.abs(e).max() for e, _ in pairs))
+    figures = {"max_abs_difference": float(differences.max()),
+               "mean_abs_difference": float(differences.mean()),
+               "reference_max_abs": scale}
+    if scale > 0:
+        figures["relative_max_difference"] = float(differences.max()) / scale
+    return figures
+
+
+def record_output_difference(deployment: dict[str, Any], dtype: str, reference: Any,
+                             outputs: Sequence[np.ndarray]) -> None:
+    """Put :func:`output_difference` in ``deployment``: as ``int8_output`` for an int8 run,
+    as ``output_difference`` for a float32 one (there it checks the export: anything above
+    float32 round-off means the runtime computes something else than PyTorch)."""
+    key = "int8_output" if dtype == "int8" else "output_difference"
+    deployment[key] = output_difference(reference, outputs)
 
 
 def _more(done: int, warmup: int, repeats: Union[int, AutoRepeats], forward_ms: list[float],

@@ -1,0 +1,272 @@
+"""Runtime runs on networks and installs that no other test names: broken or missing runtime
+packages, models of which nothing runs in the runtime, outputs that are not one float tensor,
+and the figures a run reports about itself (output difference, profiler overhead).
+
+The tests that export or run a model need the ``runtimes`` extra and skip without it."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from profiling import ProfilingError, stage
+from profiling.errors import MissingExtra
+from profiling.runtimes import missing_packages, require_runtime
+from profiling.runtimes.runtime_profile import output_difference
+
+needs_onnxruntime = pytest.mark.skipif(bool(missing_packages("onnxruntime")),
+                                       reason="the runtimes extra is not installed")
+
+
+def _broken_package(tmp_path, monkeypatch, name: str) -> None:
+    """Put a package ``name`` first on the path that is there but fails to import, as an
+    install whose native library is missing does."""
+    folder = tmp_path / "site" / name
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(
+        'raise ImportError("libfake.so.1: cannot open shared object file")\n')
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    for module in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+        monkeypatch.delitem(sys.modules, module)
+
+
+@pytest.mark.parametrize("runtime, dtype, package", [
+    ("onnxruntime", "float32", "onnxruntime"),
+    ("openvino", "float32", "openvino"),
+    ("openvino", "int8", "nncf"),
+    ("onnxruntime", "int8", "onnxscript"),
+])
+def test_a_runtime_package_that_does_not_import_is_one_line_naming_the_extra(
+        runtime, dtype, package, tmp_path, monkeypatch):
+    _broken_package(tmp_path, monkeypatch, package)
+    with pytest.raises(MissingExtra) as refused:
+        require_runtime(runtime, dtype)
+    line = str(refused.value)
+    assert line == (f"runtime={runtime} needs {package}, which is installed but does not "
+                    f"import (libfake.so.1: cannot open shared object file); reinstall it "
+                    f"with pip install --force-reinstall 'stagezoo[runtimes]'")
+
+
+@pytest.mark.parametrize("package", ["onnx", "onnxruntime", "onnxscript"])
+def test_a_blocked_runtime_package_is_refused_by_the_library_before_any_export(
+        package, monkeypatch, tmp_path):
+    from profiling.runtimes import profile_runtime
+
+    monkeypatch.setitem(sys.modules, package, None)  # as if it were not installed
+    model = nn.Conv2d(3, 4, 1).eval()
+    with pytest.raises(MissingExtra, match=rf"runtime=onnxruntime needs {package}, which is "
+                                           rf"not installed; install it with pip install "
+                                           rf"'stagezoo\[runtimes\]'"):
+        profile_runtime(model, (torch.randn(1, 3, 8, 8),), runtime="onnxruntime",
+                        workdir=tmp_path / "work")
+    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())
+
+
+def test_a_broken_runtime_is_refused_by_the_app_before_the_model_is_built(
+        tmp_path, monkeypatch):
+    from zoo.tools.cli import compose_config
+    from zoo.tools.job import run_profile
+
+    _broken_package(tmp_path, monkeypatch, "onnxruntime")
+    monkeypatch.setattr("zoo.tools.job.prepare",
+                        lambda *a, **k: pytest.fail("the model was built"))
+    cfg = compose_config(["model=swiftnet", "input.size=[32,32]", "run.runtime=onnxruntime"])
+    with pytest.raises(MissingExtra, match=r"^run.runtime=onnxruntime needs onnxruntime, which "
+                                           r"is installed but does not import"):
+        run_profile(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+# -- models of which no part runs in the runtime -------------------------------------------
+
+class _Eigen(nn.Module):
+    """A code stage, then an operator the ONNX exporter has no function for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 3, 3, 3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with stage("conv", x) as s:
+            y = s.output(F.conv2d(x, self.weight, padding=1))
+        return torch.linalg.eigvals(y[..., :4, :4]).real
+
+
+class _EigenChildren(nn.Module):
+    """Its only child is called twice (never a part), and the whole does not export."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(self.conv(x))
+        return torch.linalg.eigvals(y[..., :4, :4]).real
+
+
+class _Refused(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+@needs_onnxruntime
+@pytest.mark.slow
+@pytest.mark.parametrize("model, refuse, message", [
+    (_Eigen, False, r"^onnxruntime runs no part of _Eigen: the whole model: DispatchError: No "
+                    r"ONNX function found for <OpOverload\(op='aten.linalg_eig'.*; no submodule "
+                    r"exports on its own; profile it in PyTorch$"),
+    (_EigenChildren, False, r"^onnxruntime runs no part of _EigenChildren: the whole model: "
+                            r"DispatchError: .*aten.linalg_eig.*; on their own: conv: called 2 "
+                            r"times in a forward; profile it in PyTorch$"),
+    (_Refused, True, r"^onnxruntime runs no part of _Refused: the whole model: onnxruntime "
+                     r"could not run it: unsupported operator; on their own: conv: onnxruntime "
+                     r"could not run it: unsupported operator; profile it in PyTorch$"),
+])
+def test_a_model_of_which_nothing_runs_in_the_runtime_is_one_line(model, refuse, message,
+                                                                  monkeypatch, tmp_path):
+    """Before: the run went on in PyTorch alone, labelled as the runtime's (the library), and
+    the app failed with ``KeyError: 'version'``."""
+    from profiling.runtimes import hybrid, profile, profile_runtime
+
+    if refuse:  # the runtime refuses every model it is given
+        def make_backend(*args, **kwargs):
+            raise RuntimeError("unsupported operator\nits details")
+
+        monkeypatch.setattr(profile, "make_backend", make_backend)
+        monkeypatch.setattr(hybrid, "make_backend", make_backend)
+    torch.manual_seed(0)
+    with pytest.raises(ProfilingError, match=message) as refused:
+        profile_runtime(model().eval(), (torch.randn(1, 3, 8, 8),), runtime="onnxruntime",
+                        repeats=1, workdir=tmp_path)
+    assert "\n" not in str(refused.value)
+
+
+# -- the runtime's output against PyTorch's ------------------------------------------------
+
+def test_the_output_difference_leaves_out_integer_outputs():
+    logits = torch.tensor([[0.5, 2.0, -1.0]])
+    labels = torch.tensor([1])
+    reference = {"logits": logits, "labels": labels, "nothing": None}
+    got = [np.array([[0.5, 1.5, -1.0]], np.float32), np.array([0])]  # the label differs by 1
+    figures = output_difference(reference, got)
+    assert figures["max_abs_difference"] == pytest.approx(0.5)
+    assert figures["mean_abs_difference"] == pytest.approx(0.5 / 3)
+    assert figures["reference_max_abs"] == 2.0
+    assert figures["relative_max_difference"] == pytest.approx(0.25)
+    assert output_difference((labels, labels), [np.array([3]), np.array([4])]) == {}
+
+
+@pytest.mark.parametrize("scale", [1e-10, 1.0, 1e6])
+def test_the_output_difference_is_relative_to_the_outputs_scale(scale):
+    """A network whose random weights give outputs of 1e-10 differs by 1e-11 whatever the
+    runtime does: the relative figure says 10% at every scale."""
+    reference = (torch.tensor([[1.0, -2.0], [0.5, 0.0]]) * scale,)
+    got = [np.array([[1.0, -2.2], [0.5, 0.0]], np.float32) * np.float32(scale)]
+    figures = output_difference(reference, got)
+    assert figures["max_abs_difference"] == pytest.approx(0.2 * scale, rel=1e-5)
+    assert figures["relative_max_difference"] == pytest.approx(0.1, rel=1e-5)
+
+
+def test_the_output_difference_skips_tensors_of_another_shape_and_zeros():
+    reference = [torch.zeros(2, 3), torch.ones(4), torch.ones(0)]
+    got = [np.zeros((2, 3), np.float32), np.ones(5, np.float32), np.ones(0, np.float32)]
+    figures = output_difference(reference, got)
+    assert figures == {"max_abs_difference": 0.0, "mean_abs_difference": 0.0,
+                       "reference_max_abs": 0.0}
+
+
+@pytest.mark.parametrize("dtype, figures, expected", [
+    ("float32", {"max_abs_difference": 3e-7, "reference_max_abs": 4.0,
+                 "relative_max_difference": 7.5e-8},
+     "onnxruntime's float32 output against PyTorch's: max abs difference 3e-07, 7.5e-08 of "
+     "the output's largest value (4)"),
+    ("float32", {"max_abs_difference": 0.5, "reference_max_abs": 2.0,
+                 "relative_max_difference": 0.25},
+     "onnxruntime's float32 output against PyTorch's: max abs difference 0.5, 0.25 of the "
+     "output's largest value (2); more than float32 round-off (>0.001): the exported model "
+     "does not compute what the PyTorch one does, so its stage times describe another "
+     "network"),
+    ("int8", {"max_abs_difference": 0.5, "relative_max_difference": 0.25},
+     "int8 (static post-training quantisation, calibrated on input.images) against float32: "
+     "max_abs_difference 0.5, relative_max_difference 0.25; with random weights this is no "
+     "accuracy figure"),
+])
+def test_the_run_says_how_far_the_runtimes_output_is_from_pytorchs(dtype, figures, expected):
+    """Real images do not make a randomly initialised network's int8 difference an accuracy
+    figure (before: the caveat went away with input.images)."""
+    from zoo.runtime import _output_notes
+
+    info = {"runtime": "onnxruntime", "calibration": "input.images",
+            "int8_output" if dtype == "int8" else "output_difference": figures}
+    assert _output_notes(info, dtype, random_weights=True) == [expected]
+
+
+@pytest.mark.parametrize("overhead, speedup, expected", [
+    (0.5, 2.0, "the forward timed with openvino's profiler off (20 ms) was 2.00x the profiled "
+               "one: this machine's timing noise exceeds the profiler's cost, so "
+               "deployment.profiler_overhead and int8_speedup are no reliable figures on this "
+               "run (more run.repeats, or a quieter machine)"),
+    (0.9, None, "the forward timed with openvino's profiler off (20 ms) was 1.11x the profiled "
+                "one: this machine's timing noise exceeds the profiler's cost, so "
+                "deployment.profiler_overhead are no reliable figures on this run (more "
+                "run.repeats, or a quieter machine)"),
+    (0.97, None, None),
+    (1.02, 1.5, None),
+])
+def test_an_unprofiled_forward_slower_than_the_profiled_one_is_called_noise(
+        overhead, speedup, expected):
+    """Before: a profiler overhead of 0.15 (the profiler making the forward 6x faster) went
+    into meta.json without a word."""
+    from zoo.runtime import _speed_notes
+
+    info = {"runtime": "openvino", "profiler_overhead": overhead,
+            "unprofiled_forward_ms_median": 20.0, "float32_forward_ms_median": 30.0}
+    if speedup is not None:
+        info["int8_speedup"] = speedup
+    assert _speed_notes(info) == ([expected] if expected else [])
+
+
+class _Outputs(nn.Module):
+    """Outputs of every kind: a dict, a tuple inside, an integer tensor, a scalar, None."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 3, padding=1)
+        self.b = nn.Conv2d(4, 2, 1)
+
+    def forward(self, x: torch.Tensor):
+        y = self.a(x)
+        z = self.b(y)
+        return {"feature": y, "pair": (z, z.argmax(1)), "mean": y.mean(), "none": None}
+
+
+@needs_onnxruntime
+@pytest.mark.slow
+def test_a_float32_run_reports_its_output_against_pytorch_and_logs_nothing(tmp_path, capfd):
+    """Outputs of every kind line up with PyTorch's within float32 round-off; before, a
+    float32 run reported no output difference at all. ONNX Runtime's own C++ log does not
+    reach the terminal."""
+    from profiling.runtimes import profile_runtime
+
+    torch.manual_seed(0)
+    model, x = _Outputs().eval(), torch.randn(1, 3, 8, 8)
+    profiled = profile_runtime(model, (x,), runtime="onnxruntime", repeats=1,
+                               attach={"a": "a", "b": "b"}, workdir=tmp_path)
+    figures = profiled.deployment["output_difference"]
+    with torch.no_grad():
+        expected = model(x)
+    assert figures["reference_max_abs"] == pytest.approx(float(max(
+        expected["feature"].abs().max(), expected["pair"][0].abs().max(),
+        expected["mean"].abs())))
+    assert figures["relative_max_difference"] < 1e-5
+    assert [o.shape for o in profiled.outputs] == [(1, 4, 8, 8), (1, 2, 8, 8), (1, 8, 8), ()]
+    assert "onnxruntime" not in capfd.readouterr().err
