@@ -116,7 +116,7 @@ def test_a_sweep_page_has_a_row_per_job_and_the_failed_reason(runs):
     assert rows[0]["GFLOPs"] == pytest.approx(2 * (3 * 9 * 4 + 4 * 9 * 4 + 4 * 2 * 2) * 256 / 1e9
                                               + 4 * 256 / 1e9)
     assert rows[2]["forward ms"] is None
-    assert "RuntimeError: input.size=[1,1] is below the stem&#x27;s kernel" in page_html
+    assert "RuntimeError: input.size=[1,1] is below the stem&#39;s kernel" in page_html
     stacked = page.charts["stacked"].to_plotly_json()["data"]
     assert [t["name"] for t in stacked] == ["stem", "sizes", "body", "head"]
     assert list(stacked[0]["x"]) == ["0_tiny", "1_tiny"]

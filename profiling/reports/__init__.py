@@ -47,7 +47,8 @@ _EXPORTS = {
     "plot_split_timeline": "split_plots",
     "write_report": "html", "report_page": "html", "result_page": "run_folder",
     "REPORT_FILE": "html",
-    "shorten": "labels", "significant": "numbers",
+    "shorten": "labels", "printable": "labels", "plot_label": "labels",
+    "markdown_cell": "labels", "significant": "numbers",
 }
 
 __all__ = list(_EXPORTS)

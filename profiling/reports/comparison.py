@@ -27,7 +27,7 @@ from ..statistics.noise import loaded_reason, unreliable_reasons
 from ..statistics.intervals import (RATIO_CI_METHOD, coefficient_of_variation, is_significant,
                           ratio_interval)
 from ..statistics.paired import AB_MIN_CHANGE, AB_RULE, paired_significance
-from .labels import shorten
+from .labels import right_aligned, shorten
 from .numbers import significant
 from .record import Run, RunRecord, as_record
 from .runs import flatten_config, forward_median
@@ -108,10 +108,23 @@ def _cell(value: float, scale: float = 1.0) -> str:
     return "-" if value is None or pd.isna(value) else significant(value * scale)
 
 
+#: From this change on (percent), a change is written as the factor B/A (``x52.1``).
+FACTOR_FROM_PERCENT = 1000.0
+
+
+def _percent(first: float, second: float, decimals: int = 1) -> str:
+    """B's change from A in percent (``+12.5%``), or as the factor B/A where that is at least
+    :data:`FACTOR_FROM_PERCENT` (``x5.21e+09``, not ``+520833333233%``)."""
+    change = (second / first - 1) * 100
+    if abs(change) >= FACTOR_FROM_PERCENT:
+        return f"x{second / first:.3g}"
+    return f"{change:+.{decimals}f}%"
+
+
 def _change(first: float, second: float) -> str:
     if pd.isna(first) or pd.isna(second) or first == 0:
         return "-"
-    return f"{(second / first - 1) * 100:+.1f}%"
+    return _percent(first, second)
 
 
 def _time_change(row: pd.Series, metric: str, color: bool) -> tuple[str, str]:
@@ -175,10 +188,12 @@ def format_comparison(table: pd.DataFrame, a: Run, b: Run, *,
         if time:
             change, interval = _time_change(row, time, color)
             pad = len(change) - len(_strip_color(change))
-            line += (f"{_cell(row[f'{time}_a']):>10}{_cell(row[f'{time}_b']):>10}"
-                     f"{change:>{10 + pad}}{interval:>14}")
+            line += (right_aligned(_cell(row[f'{time}_a']), 10)
+                     + right_aligned(_cell(row[f'{time}_b']), 10)
+                     + right_aligned(change, 10 + pad) + right_aligned(interval, 14))
         for _, metric, scale in exact:
-            line += f"{_transition(row[f'{metric}_a'], row[f'{metric}_b'], scale):>{EXACT}}"
+            line += right_aligned(_transition(row[f'{metric}_a'], row[f'{metric}_b'], scale),
+                                  EXACT)
         lines.append(line)
     if "min_change" in table and len(table):
         min_change = float(table["min_change"].iloc[0])
@@ -215,7 +230,7 @@ def _transition(first: float, second: float, scale: float) -> str:
     value = significant(second * scale)
     if pd.isna(first) or first == second:
         return value
-    return f"{value} ({(second / first - 1) * 100:+.0f}%)" if first else value
+    return f"{value} ({_percent(first, second, 0)})" if first else value
 
 
 def _strip_color(text: str) -> str:

@@ -26,6 +26,7 @@ from torch import nn
 
 from ..counting.modules import ModuleRecord, is_leaf
 from ..counting.torchstat import torchstat_metrics
+from .labels import printable
 
 __all__ = ["LAYER_COLUMNS", "layers_table", "render_layers_text", "layers_files"]
 
@@ -125,6 +126,7 @@ def render_layers_text(table: pd.DataFrame, dispatcher: Optional[Mapping[str, in
     layers, total = table.iloc[:-1], table.iloc[-1]
     shown = table.copy()
     shown.index = [*range(len(layers)), "total"]
+    shown["module name"] = [printable(name) for name in table["module name"]]
     shown.loc["total", ["module name", "input shape", "output shape"]] = " "
     shown["params"] = [f"{float(v):,}" for v in table["params"]]
     shown["memory(MB)"] = [f"{v:.2f}" for v in table["memory(MB)"]]

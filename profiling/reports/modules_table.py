@@ -24,6 +24,7 @@ from torch import nn
 
 from ..counting.counts import COUNT_FIELDS
 from ..counting.modules import ModuleRecord, parameter_count
+from .labels import markdown_cell, printable
 
 __all__ = ["MODULE_COLUMNS", "CONVENTIONS", "modules_table", "render_modules_text",
            "modules_files"]
@@ -86,7 +87,8 @@ def _si(value) -> str:
     if value is None or pd.isna(value):
         return "-"
     value = int(value)
-    for threshold, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")):
+    for threshold, suffix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"),
+                              (1e3, "K")):
         if abs(value) >= threshold:
             return f"{value / threshold:.3g}{suffix}"
     return str(value)
@@ -104,11 +106,11 @@ def _table_text(table: pd.DataFrame, max_depth: Optional[int]) -> str:
         else:
             cells = [indent + row.module, indent + _si(row.params), _si(row.macs),
                      _si(row.flops), _si(row.activations), _milliseconds(row.time_ms)]
-        lines.append(cells)
-    widths = [max(len(str(c)) for c in column) for column in zip(header, *lines)]
+        lines.append([markdown_cell(cell) for cell in cells])
+    widths = [max(len(c) for c in column) for column in zip(header, *lines)]
 
     def fmt(cells) -> str:
-        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
 
     rule = "|" + "|".join(":" + "-" * (w + 1) for w in widths) + "|"
     return "\n".join([fmt(header), rule, *(fmt(cells) for cells in lines)])
@@ -135,7 +137,7 @@ def _annotated(module: nn.Module, stats: Mapping[int, str]) -> str:
     lines = [line for line in module.extra_repr().split("\n") if line]
     lines.append(stats[id(module)])
     for name, child in module.named_children():
-        lines.append(f"({name}): {_annotated(child, stats)}")
+        lines.append(f"({printable(name)}): {_annotated(child, stats)}")
     return f"{module._get_name()}(\n{_indent(chr(10).join(lines))}\n)"
 
 

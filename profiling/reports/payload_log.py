@@ -18,6 +18,7 @@ import pandas as pd
 from ..statistics.aggregate import time_column
 from ..stages.payload import PayloadNode, iter_leaves
 from ..stages.markers import StageCall
+from .labels import printable
 from .numbers import significant
 
 __all__ = ["format_payload_lines", "format_payload_log", "default_label", "LabelFunction"]
@@ -49,7 +50,7 @@ def format_payload_lines(label: str, node: Optional[PayloadNode]) -> list[str]:
     """The log lines of one payload under ``label``."""
     if node is None:
         return []
-    lines, indexed = [], False
+    lines, indexed, label = [], False, printable(label)
     for path, leaf in iter_leaves(node):
         suffix = _path_text(node, path)
         indexed = indexed or bool(suffix)
@@ -113,7 +114,7 @@ def format_payload_log(events: Sequence[tuple[str, StageCall]], stages: pd.DataF
         lines += ["", ""] + _banner(f"{host} {device}")[:-1]
     for heading, column, scale in blocks:
         lines.append(heading)
-        lines += [f"{name} :: {significant(value * scale)}"
+        lines += [f"{printable(name)} :: {significant(value * scale)}"
                   for name, value in _per_stage_means(stages, column)]
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"

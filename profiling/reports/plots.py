@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 
 from ..counting.roofline import stage_points
 from ..statistics.aggregate import shown_calls, time_column
+from .labels import plot_label
 from .record import Run, as_record
 from .summary import extra_metrics
 
@@ -39,6 +40,8 @@ _LAYER_PANELS = (("params", "parameters", 1.0),
                  ("duration[%]", "share of the time (%)", 100.0))
 #: the width each leaf layer gets in ``layers.png`` (inches): room for its name at 8 points.
 _LAYER_WIDTH_IN = 0.15
+#: the height a name slanted at 60 degrees takes under an axis, per character at 8 points.
+_SLANTED_IN_PER_CHAR = 0.05
 #: an axis whose positive values span more than this ratio is drawn logarithmic.
 _LOG_SPAN = 100.0
 
@@ -76,9 +79,15 @@ def _stage_rows(stages: pd.DataFrame, max_depth: int, other: bool = False) -> pd
     return rows if other else rows.sort_values("order")
 
 
+def _call_label(stage: Any, call_index: Any, depth: Any = 0) -> str:
+    """A stage call as every plot names it: indented by depth, its call index after a later
+    call, shortened and escaped (:func:`~profiling.reports.labels.plot_label`)."""
+    return "  " * int(depth) + plot_label(f"{stage}[{int(call_index)}]" if call_index
+                                          else stage)
+
+
 def _call_labels(rows: pd.DataFrame) -> list[str]:
-    return ["  " * int(r.depth) + str(r.stage) + (f"[{int(r.call_index)}]" if r.call_index
-                                                   else "") for r in rows.itertuples()]
+    return [_call_label(r.stage, r.call_index, r.depth) for r in rows.itertuples()]
 
 
 def plot_stage_times(stages: pd.DataFrame, max_depth: int = 0) -> Optional[bytes]:
@@ -110,7 +119,7 @@ def plot_stage_times(stages: pd.DataFrame, max_depth: int = 0) -> Optional[bytes
                          label=f"{kind.upper()} (mean)", capsize=2)
         for bar, hatched in zip(bars, other):
             bar.set_hatch("//" if hatched else "")
-    axes.set_yticks(positions + height * (len(kinds) - 1) / 2, names)
+    axes.set_yticks(positions + height * (len(kinds) - 1) / 2, [plot_label(n) for n in names])
     axes.invert_yaxis()
     axes.set_xlabel("time per forward (ms)")
     _log_if_wide(axes, np.concatenate([grouped[f"{c}_mean"].sum().to_numpy()
@@ -195,7 +204,10 @@ def plot_memory(stages: pd.DataFrame) -> Optional[bytes]:
     kinds = _memory_panels(rows)
     if not kinds:
         return None
-    figure = Figure(figsize=(max(6.0, 0.5 * len(rows) + 2), 3.6 * len(kinds)))
+    labels = _call_labels(rows)
+    # each panel as tall as its bars plus the stage names slanted under them
+    tall = 2.6 + _SLANTED_IN_PER_CHAR * max(map(len, labels), default=0)
+    figure = Figure(figsize=(max(6.0, 0.5 * len(rows) + 2), tall * len(kinds)))
     panels = np.atleast_1d(figure.subplots(len(kinds), 1, squeeze=False)[:, 0])
     x = np.arange(len(rows))
     for axes, (label, peak, allocated) in zip(panels, kinds):
@@ -207,7 +219,7 @@ def plot_memory(stages: pd.DataFrame) -> Optional[bytes]:
         axes.set_ylabel("MB (1e6 bytes)")
         _log_if_wide(axes, list(before + rows[peak].astype(float)) + list(level))
         axes.set_title(f"Memory along the forward: {label} (above the forward's start)")
-        axes.set_xticks(x, _call_labels(rows), rotation=60, ha="right", fontsize=8)
+        axes.set_xticks(x, labels, rotation=60, ha="right", fontsize=8)
         _legend_outside(axes)
         axes.grid(axis="y", alpha=0.3)
     figure.tight_layout()
@@ -248,7 +260,7 @@ def plot_roofline(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
                            np.log10(max(intensity[keep].max() * 4,
                                         ceilings.ridge_point(dtype) * 4)), 200)
         axes.plot(span, attainable_flops(span, ceilings, dtype), "k-",
-                  label=f"roofline {ceilings.name} ({dtype})")
+                  label=f"roofline {plot_label(ceilings.name)} ({dtype})")
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("arithmetic intensity (FLOP / byte read or written)")
@@ -268,10 +280,9 @@ def _number_points(axes, rows: pd.DataFrame, x: pd.Series, y: pd.Series) -> None
     for number, index in enumerate(rows.index, start=1):
         axes.annotate(str(number), (x[index], y[index]), fontsize=8, fontweight="bold",
                       xytext=offsets[(number - 1) % len(offsets)], textcoords="offset points")
-        names.append(f"{number:>2} " + "  " * int(rows.at[index, "depth"])
-                     + f"{rows.at[index, 'stage']}"
-                     + (f"[{int(rows.at[index, 'call_index'])}]"
-                        if rows.at[index, "call_index"] else ""))
+        names.append(f"{number:>2} " + _call_label(rows.at[index, "stage"],
+                                                   rows.at[index, "call_index"],
+                                                   rows.at[index, "depth"]))
     if names:
         axes.text(1.02, 1.0, "\n".join(names), transform=axes.transAxes, fontsize=8,
                   va="top", ha="left", family="monospace")
@@ -328,7 +339,8 @@ def plot_split_latency(latency: pd.DataFrame, encodings: Optional[Sequence[str]]
         colours = distinct_colours(len(curves))
         for i, (names, group) in enumerate(curves):
             shown = names[0] if len(names) == 1 else f"{names[0]} (= {', '.join(names[1:])})"
-            axes.plot(group["bandwidth_mbit"], group["latency_ms"], label=shown[:60],
+            axes.plot(group["bandwidth_mbit"], group["latency_ms"],
+                      label=plot_label(shown, 60),
                       color=colours[i], linestyle=_DASHES[(i // 10) % len(_DASHES)],
                       marker=_MARKERS[i % len(_MARKERS)], markersize=4, alpha=0.85, zorder=2)
         best = table.groupby("bandwidth_mbit")["latency_ms"].min()
@@ -366,7 +378,8 @@ def plot_layers(layers: pd.DataFrame) -> Optional[bytes]:
         axes.set_ylabel(label, fontsize=8)
         _log_if_wide(axes, values)
         axes.grid(axis="y", alpha=0.3)
-    axes_list[-1].set_xticks(x, [f"{i} {name}" for i, name in enumerate(rows["module name"])],
+    axes_list[-1].set_xticks(x, [f"{i} {plot_label(name)}"
+                                 for i, name in enumerate(rows["module name"])],
                              rotation=90, fontsize=8)
     axes_list[-1].set_xlim(-0.7, len(rows) - 0.3)
     axes_list[-1].set_xlabel("leaf layer in order of first call (layers.csv row and module)")

@@ -23,7 +23,7 @@ from ..statistics.aggregate import first_column, shown_calls, stage_time_sums, t
 from ..statistics.coverage import OTHER, coverage_line
 from ..stages.payload import payload_bytes, walk_payload
 from ..statistics.intervals import CONFIDENCE, median_interval, median_interval_coverage
-from .labels import shorten
+from .labels import right_aligned, shorten
 from .numbers import significant
 
 __all__ = ["format_summary", "RunTotals", "run_totals", "WIDE_INTERVAL", "OWN_METRICS",
@@ -211,17 +211,17 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
         cells = [f"{'' if other else int(row['calls']):>6}"]
         if time:
             shown = significant(row["time_ms"]) + ("~" if name in own_medians else "")
-            cells += [f"{shown:>11}",
-                      f"{_interval(row.get('ci_low'), row.get('ci_high'), row['time_ms']):>17}"]
+            cells += [right_aligned(shown, 11), right_aligned(
+                _interval(row.get('ci_low'), row.get('ci_high'), row['time_ms']), 17)]
         if share_of:
             mark = "*" if name in slowest else " "
             cells.append(f"{100 * row[share_column] / share_of:>8.1f}%{mark}")
         if flops:
-            cells.append(f"{significant(row['gflops']):>10}")
-        cells.append(f"{'':>10}" if other else f"{significant(row['out_mb']):>10}")
+            cells.append(right_aligned(significant(row['gflops']), 10))
+        cells.append(f"{'':>10}" if other else right_aligned(significant(row['out_mb']), 10))
         if memory:
-            cells.append(f"{'':>15}" if other else f"{significant(row['peak_mb']):>15}")
-        cells += [f"{'' if other else significant(row[str(metric)]):>{EXTRA_WIDTH}}"
+            cells.append(f"{'':>15}" if other else right_aligned(significant(row['peak_mb']), 15))
+        cells += [right_aligned('' if other else significant(row[str(metric)]), EXTRA_WIDTH)
                   for metric in extras]
         lines.append(f"{label:<41}" + "".join(cells))
     if len(table) > max_rows:
@@ -253,14 +253,16 @@ def _total_lines(totals: RunTotals, time: bool, share: bool, flops: bool, memory
         if len(totals.forward_ms):
             median = float(np.median(totals.forward_ms))
             low, high = median_interval(totals.forward_ms)
-            cells += [f"{significant(median):>11}", f"{_interval(low, high, median):>17}"]
+            cells += [right_aligned(significant(median), 11),
+                      right_aligned(_interval(low, high, median), 17)]
         else:
             cells += [f"{'-':>11}", f"{'-':>17}"]
     if share:
         cells.append(f"{100.0:>8.1f}% ")
     if flops:
-        cells.append(f"{significant(None if totals.flops is None else totals.flops / 1e9):>10}")
-    cells.append(f"{significant(totals.out_bytes / 1e6):>10}")
+        cells.append(right_aligned(
+            significant(None if totals.flops is None else totals.flops / 1e9), 10))
+    cells.append(right_aligned(significant(totals.out_bytes / 1e6), 10))
     if memory:
         cells.append(f"{'':>15}")
     counts = ""

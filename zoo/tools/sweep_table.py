@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiling.reports import significant
+from profiling.reports import printable, significant
 
 __all__ = ["format_sweep_table"]
 
@@ -30,7 +30,8 @@ def _gflops(table: pd.DataFrame) -> pd.Series:
 
 
 def _text(value) -> str:
-    return "-" if not isinstance(value, str) and pd.isna(value) else str(value)
+    """A cell: missing as ``-``, anything else :func:`~profiling.reports.printable`."""
+    return "-" if not isinstance(value, str) and pd.isna(value) else printable(value)
 
 
 def format_sweep_table(table: pd.DataFrame) -> list[str]:
@@ -42,13 +43,13 @@ def format_sweep_table(table: pd.DataFrame) -> list[str]:
     runs = table.drop_duplicates("run").set_index("run", drop=False)
     options = _swept(runs)
     gflops = _gflops(table)
-    cells = [["job", *options, "status", "forward ms", "GFLOPs"]]
+    cells = [["job", *map(_text, options), "status", "forward ms", "GFLOPs"]]
     failed = [False]
     for run, row in runs.iterrows():
-        head = [str(run), *(_text(row[c]) for c in options)]
+        head = [_text(run), *(_text(row[c]) for c in options)]
         failed.append(row["status"] == "failed")
         if failed[-1]:
-            cells.append(head + [f"failed: {' '.join(_text(row['error']).split())}"])
+            cells.append(head + [f"failed: {_text(' '.join(str(row['error']).split()))}"])
         else:
             median, flops = row.get("forward_ms_median"), gflops.get(run, float("nan"))
             cells.append(head + [str(row["status"]),

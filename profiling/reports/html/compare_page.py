@@ -12,7 +12,7 @@ import pandas as pd
 from ...errors import ProfilingError
 from ..comparison import FORWARD, MIN_CHANGE, compare_runs, config_differences
 from ..record import Run, RunRecord, as_record
-from .formatting import significant, stage_key, stage_label
+from .formatting import chart_labels, significant, stage_key, stage_label
 from .header import IGNORED_OPTIONS, model_name, noise_verdict
 from .page import Page, Section, chart_placeholder, escape
 from .tables import Column, Table, number_cell, text_cell
@@ -70,8 +70,10 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
     labels = None
     for letter, table in tables.items():
         rows = table[table["present"] == "both"].dropna(subset=["time_ratio"])
-        labels = [FORWARD if s == FORWARD else "\u2003" * int(d) + stage_label(s, c)
-                  for s, c, d in zip(rows["stage"], rows["call_index"], rows["depth"])]
+        names = [FORWARD if s == FORWARD else stage_label(s, c)
+                 for s, c in zip(rows["stage"], rows["call_index"])]
+        labels = [label if name == FORWARD else "\u2003" * int(d) + label
+                  for name, label, d in zip(names, chart_labels(names), rows["depth"])]
         significant_rows = rows["significant"].fillna(False).astype(bool).to_numpy()
         figure.add_scatter(
             x=rows["time_ratio"], y=labels, mode="markers", name=f"{letter} / A",
@@ -84,7 +86,9 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
                     "line": {"width": 2, "color": np.where(significant_rows, "#b91c1c",
                                                            "#64748b").tolist()}},
             text=np.where(significant_rows, "significant", "within the noise").tolist(),
-            hovertemplate="%{y}<br>ratio %{x:.3f}<br>%{text}<extra>" + letter + "/A</extra>")
+            hovertext=[escape(name) for name in names],
+            hovertemplate="%{hovertext}<br>ratio %{x:.3f}<br>%{text}<extra>" + letter
+                          + "/A</extra>")
     count = max(len(labels or []), 1)
     figure.add_vline(x=1.0, line_dash="dot", line_color="#111")
     figure.update_layout(

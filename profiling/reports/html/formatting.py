@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections import Counter
+from typing import Any, Sequence
 
 import pandas as pd
 
+from ..labels import printable
 from ..numbers import significant as rounded
 
-__all__ = ["stage_key", "stage_label", "significant", "is_missing"]
+__all__ = ["stage_key", "stage_label", "significant", "is_missing", "chart_labels"]
 
 
 def stage_key(stage: Any, call_index: Any) -> str:
     """The one name of a stage call that every chart and table row of a page shares:
-    ``"name#call"``."""
-    return f"{stage}#{int(call_index) if not is_missing(call_index) else 0}"
+    ``"name#call"``, the name :func:`~profiling.reports.labels.printable`, so that it reads
+    back the same from the page's HTML attributes and its charts' data."""
+    return f"{printable(stage)}#{int(call_index) if not is_missing(call_index) else 0}"
 
 
 def stage_label(stage: Any, call_index: Any) -> str:
@@ -35,3 +38,14 @@ def significant(value: Any, digits: int = 3) -> str:
     """``value`` to ``digits`` significant figures as every human-readable table writes it
     (:func:`profiling.reports.numbers.significant`); ``"-"`` for any missing value."""
     return "-" if is_missing(value) else rounded(float(value), digits)
+
+
+def chart_labels(names: Sequence[Any]) -> list[str]:
+    """Each name as a chart's axis shows it (:func:`~profiling.reports.html.page.chart_label`,
+    shortened in its middle), whole where shortening would make two alike: a category axis
+    would draw them as one."""
+    from .page import chart_label, escape
+
+    shown = [chart_label(name) for name in names]
+    counts = Counter(shown)
+    return [label if counts[label] == 1 else escape(name) for name, label in zip(names, shown)]

@@ -8,20 +8,40 @@ draws from the figures in the page's data).
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Mapping, Optional, Sequence
 
 from ...errors import require_extra
+from ..labels import printable, shorten
 
-__all__ = ["Page", "Section", "chart_placeholder", "escape", "plotly_js", "to_json"]
+__all__ = ["Page", "Section", "chart_placeholder", "escape", "chart_label", "plotly_js",
+           "to_json", "CHART_NAME_WIDTH"]
 
+#: The longest name a chart's axis, legend or block shows before shortening it in its middle
+#: (its hover text shows it whole).
+CHART_NAME_WIDTH = 48
+
+#: Each character that HTML or plotly's text would read as markup, and the entity both read
+#: back as the character: ``{`` too, so that a name inside a plotly hover template is never
+#: read as a ``%{...}`` field. Numeric entities, since plotly decodes no named one but these.
+_ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;",
+                           "{": "&#123;"})
 
 
 def escape(text: Any) -> str:
-    """``text`` as HTML text (quotes escaped too, so it may stand in an attribute)."""
-    return html.escape(str(text), quote=True)
+    """``text`` as the text of a page: :func:`~profiling.reports.labels.printable` (control
+    characters and bidirectional overrides as their escapes), then ``& < > " ' {`` as
+    entities. The one escape of every page, for its HTML (text and attribute values alike)
+    and for every string its charts show (plotly reads the same entities in labels, legends,
+    ticks and hover templates)."""
+    return printable(text).translate(_ENTITIES)
+
+
+def chart_label(name: Any, width: int = CHART_NAME_WIDTH) -> str:
+    """``name`` as a chart's axis, legend or block shows it: shortened in its middle to
+    ``width`` characters, then :func:`escape`."""
+    return escape(shorten(name, width))
 
 
 def _plotly() -> Any:
@@ -36,13 +56,20 @@ def plotly_js() -> str:
     return get_plotlyjs()
 
 
+#: What could end or open a ``<script>`` element's text, as the JSON escapes that mean the
+#: same characters (they can only stand inside JSON strings).
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                              "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def to_json(data: Any) -> str:
     """``data`` (dicts, lists, numpy arrays, plotly figures) as JSON that is safe inside a
-    ``<script>`` element."""
+    ``<script>`` element: no ``<``, ``>`` or ``&`` is left that could close it (``</script>``)
+    or open a comment in it, whatever plotly's encoder escapes."""
     _plotly()
     from plotly.io.json import to_json_plotly
 
-    return to_json_plotly(data).replace("</", "<\\/")
+    return to_json_plotly(data).translate(_SCRIPT_SAFE)
 
 
 def _asset(name: str) -> str:

@@ -11,7 +11,8 @@ import pandas as pd
 
 from ...statistics.aggregate import first_column, time_column
 from ...counting.roofline import Ceilings, attainable_flops, stage_points
-from .formatting import significant, stage_label
+from .formatting import chart_labels, significant, stage_label
+from .page import chart_label, escape
 from .stage_tree import ROOT, exclusive_values, parent_keys, stage_calls
 
 __all__ = ["icicle_metrics", "icicle_figure", "payload_figure", "roofline_figure",
@@ -46,7 +47,7 @@ def icicle_metrics(stages: pd.DataFrame, forward_ms: Optional[float],
 
 
 def _hover(labels: list[str], values: pd.Series, unit: str, total: float) -> list[str]:
-    return [f"<b>{label}</b><br>{significant(value)} {unit}"
+    return [f"<b>{escape(label)}</b><br>{significant(value)} {unit}"
             + (f" ({100 * value / total:.1f}% of the forward)" if total > 0 else "")
             for label, value in zip(labels, pd.to_numeric(values, errors="coerce").fillna(0))]
 
@@ -78,7 +79,8 @@ def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
         versions.append((label, [root, *own], hover))
     go = _go()
     figure = go.Figure(go.Icicle(
-        ids=[ROOT, *calls["key"]], labels=["forward", *labels], parents=["", *parents],
+        ids=[ROOT, *calls["key"]], labels=["forward", *chart_labels(labels)],
+        parents=["", *parents],
         values=versions[0][1], branchvalues="remainder", customdata=[ROOT, *calls["key"]],
         hovertext=versions[0][2], hovertemplate="%{hovertext}<extra></extra>",
         marker={"line": {"width": 1, "color": "#fff"}}, tiling={"orientation": "v"},
@@ -107,8 +109,10 @@ def payload_figure(stages: pd.DataFrame) -> Any:
     each call whose output has no bytes (so that it does not look missing)."""
     go = _go()
     calls = stage_calls(stages)
-    labels = [("\u2003" * int(d)) + stage_label(s, c)
-              for s, c, d in zip(calls["stage"], calls["call_index"], calls["depth"])]
+    names = [stage_label(s, c) for s, c in zip(calls["stage"], calls["call_index"])]
+    labels = [("\u2003" * int(d)) + label
+              for label, d in zip(chart_labels(names), calls["depth"])]
+    hover = np.array([escape(name) for name in names], dtype=object)
     output = pd.to_numeric(calls["out_bytes"], errors="coerce").fillna(0).to_numpy(float)
     alive = (pd.to_numeric(calls["cut_bytes"], errors="coerce").to_numpy(float)
              if "cut_bytes" in calls else np.full(len(calls), np.nan))
@@ -119,7 +123,8 @@ def payload_figure(stages: pd.DataFrame) -> Any:
         figure.add_bar(x=np.array(labels)[chosen], y=output[chosen] / 1e6,
                        name=f"output, depth {depth}", customdata=calls["key"][chosen],
                        marker_color=f"hsl({(210 + 67 * depth) % 360},65%,50%)",
-                       hovertemplate="%{x}<br>output %{y:.4g} MB<extra></extra>")
+                       hovertext=hover[chosen],
+                       hovertemplate="%{hovertext}<br>output %{y:.4g} MB<extra></extra>")
     zero = output == 0
     if zero.any():
         positive = output[output > 0] / 1e6
@@ -127,13 +132,15 @@ def payload_figure(stages: pd.DataFrame) -> Any:
         figure.add_scatter(x=np.array(labels)[zero], y=np.full(zero.sum(), foot),
                            mode="markers", marker={"symbol": "x", "size": 8, "color": "#666"},
                            name="output of 0 bytes", customdata=calls["key"][zero],
-                           hovertemplate="%{x}<br>output: 0 bytes<extra></extra>")
+                           hovertext=hover[zero],
+                           hovertemplate="%{hovertext}<br>output: 0 bytes<extra></extra>")
     if np.isfinite(alive).any():
         shown = np.isfinite(alive)
         figure.add_scatter(x=np.array(labels)[shown], y=alive[shown] / 1e6, mode="lines+markers",
                            name="alive across the cut after the call", line={"color": "#111"},
-                           customdata=calls["key"][shown],
-                           hovertemplate="%{x}<br>alive across the cut %{y:.4g} MB<extra></extra>")
+                           customdata=calls["key"][shown], hovertext=hover[shown],
+                           hovertemplate="%{hovertext}<br>alive across the cut %{y:.4g} MB"
+                                         "<extra></extra>")
     figure.update_layout(
         barmode="overlay", height=360 + 6 * min(max(map(len, labels), default=0), 60),
         margin={"t": 20, "l": 70, "r": 10, "b": 10},
@@ -161,7 +168,8 @@ def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
     for depth in sorted(calls.loc[keep, "depth"].astype(int).unique()):
         chosen = keep & (calls["depth"].astype(int) == depth)
         rows = calls[chosen]
-        text = [f"<b>{stage_label(s, c)}</b><br>{significant(f)} FLOP in {significant(t)} ms"
+        text = [f"<b>{escape(stage_label(s, c))}</b><br>{significant(f)} FLOP in "
+                f"{significant(t)} ms"
                 for s, c, f, t in zip(rows["stage"], rows["call_index"], rows["flops"],
                                       rows[time])]
         figure.add_scatter(x=intensity[chosen], y=achieved[chosen], mode="markers",
@@ -175,7 +183,8 @@ def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
         high = max(high, ceilings.ridge_point(dtype) * 4)
         span = np.logspace(np.log10(low), np.log10(high), 120)
         figure.add_scatter(x=span, y=attainable_flops(span, ceilings, dtype), mode="lines",
-                           name=f"roof: {ceilings.name} ({dtype})", line={"color": "#111"},
+                           name=f"roof: {chart_label(ceilings.name)} ({dtype})",
+                           line={"color": "#111"},
                            hoverinfo="skip")
     figure.update_layout(
         height=440, margin={"t": 20, "l": 70, "r": 10, "b": 50},

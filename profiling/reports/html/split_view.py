@@ -20,7 +20,8 @@ import pandas as pd
 
 from ...statistics.aggregate import time_column
 from ...split.latency import split_latency
-from .formatting import significant, stage_key, stage_label
+from .formatting import chart_labels, significant, stage_key, stage_label
+from .page import chart_label, escape
 
 __all__ = ["top_level_cuts", "cut_colours", "cut_bytes_figure", "latency_figure",
            "best_cut_rows", "SPEED_UPS", "BANDWIDTHS_MBIT"]
@@ -69,17 +70,21 @@ def cut_bytes_figure(cuts: pd.DataFrame) -> Any:
     import plotly.graph_objects as go
 
     sizes = cuts["raw_bytes"].to_numpy(float) / 1e6
-    figure = go.Figure(go.Bar(x=cuts["cut"], y=sizes, customdata=cuts["key"],
+    labels = chart_labels(list(cuts["cut"]))
+    figure = go.Figure(go.Bar(x=labels, y=sizes, customdata=cuts["key"],
                               marker_color=cut_colours(len(cuts)),
-                              hovertemplate="%{x}<br>%{y:.4g} MB<extra></extra>"))
+                              hovertext=[escape(cut) for cut in cuts["cut"]],
+                              hovertemplate="%{hovertext}<br>%{y:.4g} MB<extra></extra>"))
     inner = cuts.index[1:] if len(cuts) > 1 else cuts.index
     fewest = cuts.loc[inner, "raw_bytes"].astype(float).idxmin()
     if pd.notna(fewest):
-        figure.add_annotation(x=cuts.at[fewest, "cut"], y=sizes[fewest], text="fewest bytes",
+        figure.add_annotation(x=labels[fewest], y=sizes[fewest],
+                              text="fewest bytes",
                               showarrow=True, arrowhead=2, ay=-30)
     figure.update_layout(height=360, margin={"t": 30, "l": 70, "r": 10, "b": 10},
                          yaxis={"title": {"text": "MB sent (1e6 bytes)"}, "rangemode": "tozero"},
-                         xaxis={"tickangle": -45, "automargin": True}, showlegend=False)
+                         xaxis={"type": "category", "tickangle": -45, "automargin": True},
+                         showlegend=False)
     return figure
 
 
@@ -112,10 +117,10 @@ def latency_figure(stages: pd.DataFrame, cuts: pd.DataFrame) -> Optional[Any]:
                            name="best cut", visible=number == 0)
         for cut, group in latency.groupby("cut", sort=False):
             figure.add_scatter(x=group["bandwidth_mbit"], y=group["latency_ms"],
-                               mode="lines+markers", name=cut, visible=number == 0,
-                               line={"color": colours[cut]}, marker={"size": 4},
-                               customdata=group["key"],
-                               hovertemplate=f"{cut}<br>%{{x:.3g}} Mbit/s: %{{y:.4g}} ms"
+                               mode="lines+markers", name=chart_label(cut),
+                               visible=number == 0, line={"color": colours[cut]},
+                               marker={"size": 4}, customdata=group["key"],
+                               hovertemplate=f"{escape(cut)}<br>%{{x:.3g}} Mbit/s: %{{y:.4g}} ms"
                                              f"<extra></extra>")
         visibility.append(1 + latency["cut"].nunique())
     total = sum(visibility)

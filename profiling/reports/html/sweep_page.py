@@ -11,11 +11,12 @@ import pandas as pd
 
 from ...statistics.aggregate import time_column
 from ...errors import ProfilingError
+from ..labels import printable
 from ..record import RunRecord, read_run
 from ..runs import _option_columns, _option_values, find_runs, forward_median
-from .formatting import is_missing
+from .formatting import chart_labels, is_missing, stage_key
 from .header import model_name
-from .page import Page, Section, chart_placeholder, escape
+from .page import Page, Section, chart_label, chart_placeholder, escape
 from .run_charts import memory_column
 from .tables import Column, Table, number_cell, text_cell
 
@@ -94,10 +95,11 @@ def _stacked_figure(records: Sequence[RunRecord], jobs: Sequence[str]) -> Any:
                               if metric and len(rows) else None)
             values.append(column)
         versions.append((label, values))
+    shown_jobs = chart_labels([job for job, _ in finished])
     for index, name in enumerate(names):
-        figure.add_bar(x=[job for job, _ in finished], y=versions[0][1][index], name=name,
-                       customdata=[f"{name}#0"] * len(finished),
-                       hovertemplate=f"{name}<br>%{{x}}: %{{y:.4g}}<extra></extra>")
+        figure.add_bar(x=shown_jobs, y=versions[0][1][index], name=chart_label(name),
+                       customdata=[stage_key(name, 0)] * len(finished),
+                       hovertemplate=f"{escape(name)}<br>%{{x}}: %{{y:.4g}}<extra></extra>")
     buttons = [{"label": label, "method": "update",
                 "args": [{"y": values}, {"yaxis.title.text": label}]}
                for label, values in versions]
@@ -157,7 +159,20 @@ def sweep_page(folder: Union[str, Path]) -> Page:
     page.sections.append(Section(
         "A metric against a swept option", _picker(options, rows), anchor="metric",
         note="Pick any headline figure and any swept option."))
-    page.data = {"sweep_plot": {"rows": [
-        {k: (None if is_missing(v) else (v if isinstance(v, (int, float)) else str(v)))
-         for k, v in row.items()} for row in rows], "options": list(options)}}
+    page.data = {"sweep_plot": _plot_data(rows, options)}
     return page
+
+
+def _plot_data(rows: list[dict[str, Any]], options: Sequence[str]) -> dict[str, Any]:
+    """What the page's script plots a metric against an option from: per job its values and
+    ``shown``, each value as the chart writes it; ``labels``, each option and metric as the
+    chart writes it. Keyed by the names the page's pickers give back (printable)."""
+    def value(v: Any) -> Any:
+        return None if is_missing(v) else (v if isinstance(v, (int, float)) else str(v))
+
+    return {"rows": [{**{printable(k): value(v) for k, v in row.items()},
+                      "shown": {printable(k): escape("-" if value(v) is None else value(v))
+                                for k, v in row.items()}}
+                     for row in rows],
+            "options": [printable(o) for o in options],
+            "labels": {printable(k): escape(k) for k in [*options, *HEADLINES]}}

@@ -167,16 +167,21 @@
     const draw = () => {
       const x = xSelect.value;
       const y = ySelect.value;
+      /* every name as the page's data writes it for a chart (escaped in Python) */
+      const xLabel = spec.labels[x];
+      const yLabel = spec.labels[y];
       const rows = spec.rows.filter((row) => row[y] !== null && row[y] !== undefined);
       const trace = {
-        type: "scatter", mode: "markers+text", x: rows.map((r) => String(r[x])),
-        y: rows.map((r) => r[y]), text: rows.map((r) => r.job), textposition: "top center",
+        type: "scatter", mode: "markers+text", x: rows.map((r) => r.shown[x]),
+        y: rows.map((r) => r[y]), text: rows.map((r) => r.shown.job), textposition: "top center",
         customdata: rows.map((r) => r.job), marker: { size: 10 },
-        hovertemplate: "%{text}<br>" + x + " = %{x}<br>" + y + " = %{y}<extra></extra>",
+        hovertemplate: "%{text}<br>" + xLabel + " = %{x}<br>" + yLabel + " = %{y}<extra></extra>",
       };
       const layout = {
-        margin: { t: 30, l: 70, r: 20, b: 60 }, xaxis: { title: { text: x }, type: "category" },
-        yaxis: { title: { text: y }, rangemode: "tozero" }, title: { text: y + " against " + x },
+        margin: { t: 30, l: 70, r: 20, b: 60 },
+        xaxis: { title: { text: xLabel }, type: "category" },
+        yaxis: { title: { text: yLabel }, rangemode: "tozero" },
+        title: { text: yLabel + " against " + xLabel },
       };
       return Plotly.react(gd, [trace], layout, plotConfig);
     };
