@@ -20,6 +20,7 @@ _EXPORTS = {
     "attach_stages": "stages", "walk_payload": "stages",
     "ProfilingError": "errors", "MissingExtra": "errors", "require_extra": "errors",
     "failed_stage": "errors", "add_context": "errors", "failure_context": "errors",
+    "failed_after": "errors", "failure_place": "errors",
     "profile_model": "runner", "ProfileResult": "runner",
     "write_run": "reports",
 }

@@ -8,9 +8,10 @@ from types import ModuleType
 from typing import Optional, Sequence
 
 __all__ = ["ProfilingError", "MissingExtra", "require_extra", "mark_stage", "failed_stage",
-           "add_context", "failure_context"]
+           "failed_after", "failure_place", "add_context", "failure_context"]
 
 _STAGE_ATTRIBUTE, _CONTEXT_ATTRIBUTE = "profiling_stage", "profiling_context"
+_AFTER_ATTRIBUTE = "profiling_after_stage"
 
 
 class ProfilingError(ValueError):
@@ -48,14 +49,40 @@ def _installed(module: str) -> bool:
         return False
 
 
-def mark_stage(error: BaseException, open_stages: Sequence[str]) -> None:
+def mark_stage(error: BaseException, open_stages: Sequence[str],
+               after: Optional[str] = None) -> None:
     """Remember on ``error`` the stages that were open when it went through a forward
-    (outermost first); the first mark, the innermost forward's, is kept."""
-    if open_stages and failed_stage(error) is None:
-        try:
+    (outermost first); the first mark, the innermost forward's, is kept. With no stage open,
+    ``after`` is the last stage call that had finished (``""`` before the first one): the
+    error came from the forward's own code between stages (:func:`failed_after`)."""
+    if failed_stage(error) is not None or failed_after(error) is not None:
+        return
+    try:
+        if open_stages:
             setattr(error, _STAGE_ATTRIBUTE, "/".join(open_stages))
-        except AttributeError:  # an exception type without a __dict__
-            pass
+        elif after is not None:
+            setattr(error, _AFTER_ATTRIBUTE, after)
+    except AttributeError:  # an exception type without a __dict__
+        pass
+
+
+def failed_after(error: BaseException) -> Optional[str]:
+    """For ``error`` raised in a profiled forward outside every stage: the last stage call
+    that had finished (``name`` or ``name[call]``), ``""`` when no stage had run yet;
+    ``None`` otherwise."""
+    return getattr(error, _AFTER_ATTRIBUTE, None)
+
+
+def failure_place(error: BaseException) -> str:
+    """Where in the forward ``error`` happened, as words to follow the error's type:
+    `` in stage 'backbone/layer1'``, `` outside the stages, after stage 'encoder'``,
+    `` before the first stage``, or ``""`` when it was not raised in a profiled forward."""
+    if failed_stage(error):
+        return f" in stage '{failed_stage(error)}'"
+    after = failed_after(error)
+    if after is None:
+        return ""
+    return f" outside the stages, after stage '{after}'" if after else " before the first stage"
 
 
 def failed_stage(error: BaseException) -> Optional[str]:

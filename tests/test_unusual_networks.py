@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from profiling import ProfilingError, profile_model, write_run
+from profiling import ProfilingError, failure_place, profile_model, write_run
 from profiling.reports import format_summary, run_totals
 from profiling.runner import analyse_cuts
 from profiling.split import cut_table
@@ -469,3 +469,43 @@ SLOW_LIBRARY = {
                                               for name in SLOW_LIBRARY)])
 def test_library_networks_count_what_torch_counts_stage_by_stage(name):
     _check_against_flop_counter({**LIBRARY, **SLOW_LIBRARY}[name])
+
+
+# --- where a failure happened ---------------------------------------------------------------
+
+class _FailsBetweenStages(nn.Module):
+    def __init__(self, fail_after: int) -> None:
+        super().__init__()
+        self.linear, self.fail_after = nn.Linear(4, 4), fail_after
+
+    def forward(self, x):
+        for call in range(3):
+            if call == self.fail_after:
+                raise ValueError("too small")
+            x = self.linear(x)
+        return x
+
+
+FAILURES = {  # model, collectors: where the line says it failed
+    "before the first stage": (lambda: _FailsBetweenStages(0), ["payload"],
+                               " before the first stage"),
+    "between two calls": (lambda: _FailsBetweenStages(2), ["payload", "cpu_time"],
+                          " outside the stages, after stage 'linear[1]'"),
+    "after the first call, counted": (lambda: _FailsBetweenStages(1), ["op_counts"],
+                                      " outside the stages, after stage 'linear'"),
+    "inside a stage, counted only": (
+        lambda: nn.Sequential(nn.Linear(4, 4), nn.Linear(5, 4)), ["op_counts"],
+        " in stage '1'"),
+}
+
+
+@pytest.mark.parametrize("name", FAILURES)
+def test_a_failure_names_the_stage_it_happened_in_or_after(name):
+    make_model, collectors, place = FAILURES[name]
+    model = make_model().eval()
+    attach = {"linear": "linear"} if hasattr(model, "fail_after") else {"0": "0", "1": "1"}
+    with pytest.raises(Exception) as caught:
+        profile_model(model, (torch.rand(2, 4),), collectors=collectors, warmup=0, repeats=1,
+                      attach=attach)
+    assert failure_place(caught.value) == place
+    assert _hooks(model) == 0

@@ -176,7 +176,8 @@ def _untimed_passes(model: Callable, untimed: Sequence[tuple[str, list[Collector
     if (untimed[0][0] == "counting" if untimed else timed_model is not None):
         # the output is the first forward's: a plain one, not a counted or compiled one
         arguments, _ = _fresh_arguments(fresh, ())
-        output = fresh_copy(call_model(model, arguments))
+        with Session() as session, session.forward():  # no collector: it names a failure's stage
+            output = fresh_copy(call_model(model, arguments))
         fresh.done(keep=True)
         state.restore()
     for index, (name, group) in enumerate(untimed):

@@ -94,7 +94,15 @@ class Session:
     def note_failure(self, error: BaseException) -> None:
         """Remember on ``error`` the stages open now (see :func:`profiling.errors.failed_stage`);
         the innermost place it passed through wins."""
-        mark_stage(error, [call.name for call in self._stack])
+        mark_stage(error, [call.name for call in self._stack], after=self._last_finished())
+
+    def _last_finished(self) -> str:
+        """The last stage call that closed in this forward (``name[call]`` after its first
+        call), ``""`` before any."""
+        call = next((call for kind, call in reversed(self.events) if kind == "out"), None)
+        if call is None:
+            return ""
+        return call.name + (f"[{call.call_index}]" if call.call_index else "")
 
     @property
     def open_calls(self) -> tuple[StageCall, ...]:
