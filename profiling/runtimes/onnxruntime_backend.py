@@ -94,6 +94,21 @@ class OnnxRuntimeBackend:
                 names.setdefault(node, []).append(value)
         return names
 
+    def neighbours(self) -> dict[str, list[str]]:
+        """Each optimised node's name -> the nodes that read its outputs, then the nodes that
+        make its inputs (where a node named after nothing exported is placed from)."""
+        if self.optimized_path is None or not self.optimized_path.is_file():
+            return {}
+        graph = load_graph(self.optimized_path)
+        after: dict[str, list[str]] = {}
+        before: dict[str, list[str]] = {}
+        for value, node in graph.producers.items():
+            for reader in graph.consumers.get(value, ()):
+                after.setdefault(node, []).append(reader)
+                before.setdefault(reader, []).append(node)
+        return {node: after.get(node, []) + before.get(node, [])
+                for node in {*after, *before}}
+
     def describe(self) -> dict[str, Any]:
         """The runtime, its version and execution provider (``meta.json``)."""
         return {"runtime": self.name, "version": self.version,

@@ -66,6 +66,17 @@ class OpenVinoBackend:
                 names[op.get_friendly_name()] = [n for n in original.split(",") if n]
         return names
 
+    def neighbours(self) -> dict[str, list[str]]:
+        """Each runtime node's name -> the nodes that read its outputs, then the nodes that
+        make its inputs (where a node named after nothing exported is placed from)."""
+        names: dict[str, list[str]] = {}
+        for op in self.compiled.get_runtime_model().get_ordered_ops():
+            readers = [target.get_node().get_friendly_name() for output in op.outputs()
+                       for target in output.get_target_inputs()]
+            makers = [value.get_node().get_friendly_name() for value in op.input_values()]
+            names[op.get_friendly_name()] = readers + makers
+        return names
+
     def describe(self) -> dict[str, Any]:
         """The runtime, its version and device (``meta.json``)."""
         return {"runtime": self.name, "version": self.version,

@@ -113,6 +113,7 @@ def runtime_stage_map(exported: ExportedModel, run_path: Path, backend: Any,
         stage_map = StageMap(stage_map.derive(run_graph.producers), run_graph.producers,
                              input_readers=readers)
     stage_map.aliases = backend.aliases()
+    stage_map.neighbours = backend.neighbours()
     return stage_map
 
 

@@ -47,18 +47,44 @@ class StageMap:
         aliases: more names (e.g. a runtime's own nodes) -> exported node names.
         input_readers: graph input -> the exported node that reads it first: converting an
             input (quantising it, changing its layout) counts to the stage that reads it.
+        neighbours: a runtime node -> the runtime's nodes that read its outputs, then those
+            that make its inputs: a node that the runtime made up and named after nothing
+            exported (OpenVINO's ``FakeQuantize_123``, the layout reorder before an output,
+            ONNX Runtime's dequantisation of a weight) counts to the stage of the node it
+            feeds, else of the node that feeds it.
     """
+
+    #: How many runtime nodes away a made-up node may find its stage.
+    NEIGHBOUR_HOPS = 3
 
     def __init__(self, node_stages: Mapping[str, str], producers: Mapping[str, str],
                  aliases: Optional[Mapping[str, Iterable[str]]] = None,
-                 input_readers: Optional[Mapping[str, str]] = None) -> None:
+                 input_readers: Optional[Mapping[str, str]] = None,
+                 neighbours: Optional[Mapping[str, Iterable[str]]] = None) -> None:
         self.node_stages = dict(node_stages)
         self.producers = {**dict(input_readers or {}), **dict(producers)}
         self.aliases = {name: list(names) for name, names in (aliases or {}).items()}
+        self.neighbours = {name: list(names) for name, names in (neighbours or {}).items()}
 
     def stage_of(self, name: str) -> Optional[str]:
         """The stage path of the node a runtime calls ``name``; ``""`` for a node outside every
-        stage, ``None`` when the name leads to no exported node."""
+        stage, ``None`` when neither the name nor its neighbours lead to an exported node."""
+        found = self._by_name(name)
+        if found is not None or not self.neighbours:
+            return found
+        seen, frontier = {name}, [name]
+        for _ in range(self.NEIGHBOUR_HOPS):
+            frontier = [n for node in frontier for n in self.neighbours.get(node, ())
+                        if n not in seen]
+            seen.update(frontier)
+            for neighbour in frontier:
+                found = self._by_name(neighbour)
+                if found is not None:
+                    return found
+        return None
+
+    def _by_name(self, name: str) -> Optional[str]:
+        """:meth:`stage_of` from the name alone."""
         seen = set()
         candidates = [name]
         while candidates:
@@ -86,12 +112,16 @@ class StageMap:
     def derive(self, producers: Mapping[str, str]) -> dict[str, str]:
         """The stage paths of another graph's nodes (a quantiser's, an optimiser's), given its
         ``producers``: each node takes the stage of the value it produces (a fused node, that
-        of its last operator), else of its own name."""
+        of its last operator), else of its own name; a node that neither places (the
+        quantiser's dequantisation of a weight) is left out, for the runtime's neighbours to
+        place."""
         nodes: dict[str, str] = {}
         for value, node in producers.items():
             if node not in nodes:
                 stage = self.stage_of(value)
-                nodes[node] = stage if stage is not None else (self.stage_of(node) or "")
+                stage = stage if stage is not None else self.stage_of(node)
+                if stage is not None:
+                    nodes[node] = stage
         return nodes
 
     def stage_times(self, node_ms: Mapping[str, float]) -> tuple[dict[str, float], float]:
