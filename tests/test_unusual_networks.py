@@ -509,3 +509,45 @@ def test_a_failure_names_the_stage_it_happened_in_or_after(name):
                       attach=attach)
     assert failure_place(caught.value) == place
     assert _hooks(model) == 0
+
+
+class _PingPong(nn.Module):
+    """Two modules that call each other: ping -> pong -> ping -> pong."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ping = _Half()
+        self.ping.other = _Half()
+        self.ping.other.__dict__["other"] = self.ping  # a cycle of calls, not of modules
+
+    def forward(self, x):
+        return self.ping(x, 3)
+
+
+class _Half(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x, left: int):
+        x = self.linear(x)
+        return self.other(x, left - 1) if left else x
+
+
+RECURSIVE = {  # model, path of the re-entered module: its calls, and the MACs of all of them
+    "a module calling itself": (lambda: _Root(_Recursive()), "inner", 3, 3 * 16),
+    "two modules calling each other": (_PingPong, "ping", 2, 4 * 16),
+    "a re-entered container": (lambda: _Root(nn.Sequential(_Recursive())), "inner.0", 3, 3 * 16),
+}
+
+
+@pytest.mark.parametrize("name", RECURSIVE)
+def test_a_recursive_module_counts_each_operator_once(name):
+    make_model, path, calls, macs = RECURSIVE[name]
+    model, x = make_model().eval(), torch.rand(1, 4)
+    result = profile_model(model, (x,), collectors=["payload", "op_counts", "module_time"])
+    records = result.module_counts
+    assert records[path].calls == calls
+    assert records[path].total.macs == records[""].total.macs == result.totals["macs"] == macs
+    last_call, total = result.module_seconds
+    assert total[path] <= total[""]

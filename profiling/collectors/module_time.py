@@ -31,7 +31,8 @@ class ModuleTime(Collector):
     Attributes:
         last_call_seconds: each module's last call in the last forward, by module path (the
             root is ``""``): the call the torchstat table shows.
-        total_seconds: the sum over each module's calls in the last forward, by module path.
+        total_seconds: the sum over each module's calls in the last forward, by module path (a
+            call inside a call of the same module, in recursion, is in its outer call's).
     """
 
     name = "module_time"
@@ -79,22 +80,24 @@ class ModuleTime(Collector):
             if not starts:
                 return
             start, end = starts.pop(), self._now()
+            outermost = not starts  # a recursive call is inside its outer call's time
             if self._cuda:
-                self._pending.append((path, start, end))
+                self._pending.append((path, start, end, outermost))
             else:
-                self._record(path, (end - start) / 1e9)
+                self._record(path, (end - start) / 1e9, outermost)
         return hook
 
-    def _record(self, path: str, seconds: float) -> None:
+    def _record(self, path: str, seconds: float, outermost: bool) -> None:
         self.last_call_seconds[path] = seconds
-        self.total_seconds[path] = self.total_seconds.get(path, 0.0) + seconds
+        if outermost:
+            self.total_seconds[path] = self.total_seconds.get(path, 0.0) + seconds
 
     def end_forward(self) -> None:
         self._remove_hooks()
         if self._pending:
             torch.cuda.synchronize()
-            for path, start, end in self._pending:
-                self._record(path, start.elapsed_time(end) / 1e3)
+            for path, start, end, outermost in self._pending:
+                self._record(path, start.elapsed_time(end) / 1e3, outermost)
             self._pending = []
 
     def close(self) -> None:

@@ -24,7 +24,8 @@ class ModuleRecord:
         calls: how many times it was called.
         first_call: position of its first call among the first calls of all modules (forward
             order), ``None`` if it was never called.
-        total: counts of all its calls, inclusive of the modules it called.
+        total: counts of all its calls, inclusive of the modules it called (a call made
+            inside a call of the same module, in recursion, is in its outer call's).
         last_call: counts of its last call alone.
         input_shapes, output_shapes: shapes of the tensors in the arguments and in
             the output of the last call, in order (keyword arguments after the positional
@@ -72,7 +73,7 @@ class ModuleTracker:
         self._open_counts = open_counts
         self._close_counts = close_counts
         self._handles: list = []
-        self._stack: list[tuple[ModuleRecord, Counts]] = []
+        self._stack: list[tuple[ModuleRecord, Counts, bool]] = []
         self._called = 0
 
     def attach(self) -> None:
@@ -93,7 +94,7 @@ class ModuleTracker:
             handle.remove()
         self._handles.clear()
         while self._stack:
-            self._close_counts(self._stack.pop()[1])
+            self._close_counts(self._stack.pop()[1])  # (record, counts, reentered)
 
     def _pre_hook(self, record: ModuleRecord):
         def hook(module: nn.Module, args: tuple, kwargs: dict) -> None:
@@ -101,28 +102,33 @@ class ModuleTracker:
                 record.first_call = self._called
                 self._called += 1
             counts = Counts()
-            self._stack.append((record, counts))
+            # a call inside a call of the same module (recursion): its operators are in the
+            # outer call's counts already, so they join the total through that call only
+            reentered = any(open_record is record for open_record, _, _ in self._stack)
+            self._stack.append((record, counts, reentered))
             self._open_counts(counts)
             record.input_shapes, record.input_itemsize = _shapes(call_arguments(args, kwargs))
         return hook
 
     def _post_hook(self, record: ModuleRecord):
         def hook(module: nn.Module, args: tuple, output: Any) -> None:
-            counts = self._pop(record)
-            if counts is None:
+            popped = self._pop(record)
+            if popped is None:
                 return
+            counts, reentered = popped
             self._close_counts(counts)
             record.calls += 1
-            record.total.merge(counts)
+            if not reentered:
+                record.total.merge(counts)
             record.last_call = counts
             record.output_shapes, record.output_itemsize = _shapes(output)
         return hook
 
-    def _pop(self, record: ModuleRecord) -> Optional[Counts]:
+    def _pop(self, record: ModuleRecord) -> Optional[tuple[Counts, bool]]:
         for index in range(len(self._stack) - 1, -1, -1):
             if self._stack[index][0] is record:
-                _, counts = self._stack.pop(index)
-                return counts
+                _, counts, reentered = self._stack.pop(index)
+                return counts, reentered
         return None
 
 
