@@ -26,6 +26,7 @@ from typing import Any, Callable, NoReturn, Optional, Sequence
 from profiling import ProfilingError, failed_stage, failure_context
 
 from ..errors import ConfigError
+from .broken_pipe import output_outlives_its_reader
 
 __all__ = ["CONFIG_DIR", "EXIT_BAD_INPUT", "EXIT_FAILURE", "EXIT_INTERRUPTED", "ArgumentParser",
            "run_tool", "exit_with", "fail", "describe_failure", "log_directory",
@@ -164,7 +165,8 @@ def run_tool(tool: str, job: Callable[[], Any]) -> Any:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _on_interrupt)
     try:
-        return job()
+        with output_outlives_its_reader():  # `| head` shortens the output, not the run
+            return job()
     except SystemExit:
         raise
     except BaseException as error:  # noqa: BLE001  (every failure gets the contract)
