@@ -322,3 +322,52 @@ def test_a_hostile_page_runs_no_script_in_a_browser(kind, hostile, tmp_path):
     assert [line for line in shown.console if "rror" in line or "Uncaught" in line] == []
     assert shown.dom.count("<script") == 3  # no element was added by a name
     assert '<tspan style="font-size:300px">' not in shown.dom  # plotly drew no name's markup
+
+
+# -- run-folder content echoed by the comparison, fonts, long lists ------------------------------
+
+@pytest.mark.parametrize("field, value", [
+    ("model", "\x1b[2J\x1b[31mEVIL"), ("model", "two\nlines"), ("model", "\u202eledom")])
+def test_comparison_header_and_refusal_show_run_folder_content_escaped(field, value, hostile,
+                                                                       tmp_path):
+    pytest.importorskip("plotly")
+    from profiling import ProfilingError
+    from profiling.reports import report_page
+
+    other = tmp_path / "other"
+    shutil.copytree(hostile, other)
+    meta = json.loads((other / "meta.json").read_text())
+    meta["config"][field]["name"] = value
+    (other / "meta.json").write_text(json.dumps(meta))
+    header = format_comparison(compare_runs(hostile, other), hostile, other)
+    assert not RAW_CONTROL.search(header) and printable(value) in header
+    with pytest.raises(ProfilingError) as refused:
+        report_page([hostile, other])
+    assert not RAW_CONTROL.search(str(refused.value)) and printable(value) in str(refused.value)
+
+
+@pytest.mark.parametrize("name, shown", [
+    ("カメラ_backbone", "\\u30ab\\u30e1\\u30e9_backbone"), ("\U0001f525hot", "\\U0001f525hot"),
+    ("conv\u4e00", "conv\\u4e00"), ("é ü ß", "é ü ß")])
+def test_plots_write_characters_their_fonts_lack_as_escapes(name, shown):
+    pytest.importorskip("matplotlib")
+    from profiling.reports.plots import plot_label as drawn_label
+
+    assert drawn_label(name) == shown
+
+
+@pytest.mark.parametrize("count, columns", [(5, 1), (30, 1), (31, 2), (300, 10)])
+def test_the_roofline_lists_its_stage_calls_in_columns(count, columns):
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from profiling.reports.plots import _number_points
+
+    rows = pd.DataFrame({"stage": [f"s{i}" for i in range(count)], "depth": 0,
+                         "call_index": 0})
+    axes = Figure().subplots()
+    x = pd.Series(range(1, count + 1), dtype=float)
+    _number_points(axes, rows, x, x)
+    lists = [t for t in axes.texts if re.match(r"\s*\d+ s\d+", t.get_text())]
+    assert len(lists) == columns
+    assert sum(len(t.get_text().splitlines()) for t in lists) == count

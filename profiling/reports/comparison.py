@@ -27,7 +27,7 @@ from ..statistics.noise import loaded_reason, unreliable_reasons
 from ..statistics.intervals import (RATIO_CI_METHOD, coefficient_of_variation, is_significant,
                           ratio_interval)
 from ..statistics.paired import AB_MIN_CHANGE, AB_RULE, paired_significance
-from .labels import right_aligned, shorten
+from .labels import printable, right_aligned, shorten
 from .numbers import significant
 from .record import Run, RunRecord, as_record
 from .runs import flatten_config, forward_median
@@ -167,6 +167,7 @@ def format_comparison(table: pd.DataFrame, a: Run, b: Run, *,
         lines.append(f"significance withheld, the timings of a loaded machine can move by any "
                      f"factor between runs ({withheld}); re-run on a quiet machine, or compare "
                      f"with --loaded")
+    lines = [printable(line) for line in lines]  # folders and options from the run folders
     forward = table[table["stage"] == FORWARD] if "stage" in table else table.iloc[:0]
     stages = table[(table["stage"] != FORWARD) & (table["depth"].fillna(0) <= max_depth)]
     time = _first(stages, "cuda_time_ms_median", "cpu_time_ms_median")

@@ -14,6 +14,7 @@ is in a legend, and MB is 1e6 bytes on every plot (the torchstat table's MiB are
 
 from __future__ import annotations
 
+import functools
 import io
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
@@ -23,7 +24,7 @@ from matplotlib.figure import Figure
 
 from ..counting.roofline import stage_points
 from ..statistics.aggregate import shown_calls, time_column
-from .labels import plot_label
+from .labels import PLOT_NAME_WIDTH, plot_label as _shown_name
 from .record import Run, as_record
 from .summary import extra_metrics
 
@@ -40,6 +41,10 @@ _LAYER_PANELS = (("params", "parameters", 1.0),
                  ("duration[%]", "share of the time (%)", 100.0))
 #: the width each leaf layer gets in ``layers.png`` (inches): room for its name at 8 points.
 _LAYER_WIDTH_IN = 0.15
+#: the most stage calls the roofline lists in one column, and a monospace character's width
+#: at 8 points (points).
+_LIST_ROWS = 30
+_MONO_CHAR_PT = 4.9
 #: the height a name slanted at 60 degrees takes under an axis, per character at 8 points.
 _SLANTED_IN_PER_CHAR = 0.05
 #: an axis whose positive values span more than this ratio is drawn logarithmic.
@@ -77,6 +82,28 @@ def _png(figure: Figure) -> bytes:
 def _stage_rows(stages: pd.DataFrame, max_depth: int, other: bool = False) -> pd.DataFrame:
     rows = shown_calls(stages, max_depth, ("stage", "other") if other else ("stage",))
     return rows if other else rows.sort_values("order")
+
+
+@functools.lru_cache(maxsize=None)
+def _drawable() -> frozenset:
+    """The characters that both fonts of the plots (their text, and the roofline's monospace
+    list) can draw: matplotlib's default ones, or those the user configured."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    fonts = [font_manager.findfont(font_manager.FontProperties(family=[family]))
+             for family in ("sans-serif", "monospace")]
+    return frozenset.intersection(*(frozenset(FT2Font(path).get_charmap()) for path in fonts))
+
+
+def plot_label(name: Any, width: int = PLOT_NAME_WIDTH) -> str:
+    """``name`` as the plots show it (:func:`profiling.reports.labels.plot_label`: printable,
+    shortened, never mathtext), each character their fonts cannot draw written as its escape
+    (``\\u30ab``): an empty box tells nothing, and matplotlib warns about each one."""
+    drawable = _drawable()
+    return "".join(char if ord(char) in drawable or char == " " else
+                   (f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
+                   for char in _shown_name(name, width))
 
 
 def _call_label(stage: Any, call_index: Any, depth: Any = 0) -> str:
@@ -283,9 +310,14 @@ def _number_points(axes, rows: pd.DataFrame, x: pd.Series, y: pd.Series) -> None
         names.append(f"{number:>2} " + _call_label(rows.at[index, "stage"],
                                                    rows.at[index, "call_index"],
                                                    rows.at[index, "depth"]))
-    if names:
-        axes.text(1.02, 1.0, "\n".join(names), transform=axes.transAxes, fontsize=8,
-                  va="top", ha="left", family="monospace")
+    # in columns of at most _LIST_ROWS, side by side, so that hundreds of stage calls make a
+    # wide figure instead of one many times taller than the plot
+    width = (max(map(len, names), default=0) + 2) * _MONO_CHAR_PT
+    for column, start in enumerate(range(0, len(names), _LIST_ROWS)):
+        axes.annotate("\n".join(names[start:start + _LIST_ROWS]), (1.02, 1.0),
+                      xycoords="axes fraction", xytext=(column * width, 0),
+                      textcoords="offset points", fontsize=8, va="top", ha="left",
+                      family="monospace")
 
 
 _DASHES = ("-", "--", ":", "-.")

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ...errors import ProfilingError
 from ..comparison import FORWARD, MIN_CHANGE, compare_runs, config_differences
+from ..labels import printable
 from ..record import Run, RunRecord, as_record
 from .formatting import chart_labels, significant, stage_key, stage_label
 from .header import IGNORED_OPTIONS, model_name, noise_verdict
@@ -38,8 +39,8 @@ def check_comparable(records: Sequence[RunRecord]) -> None:
         raise ProfilingError("a comparison needs at least two runs")
     for record in records:
         if record.status != "ok":
-            raise ProfilingError(f"{record.label} is a failed run ({record.error}); "
-                                 f"compare finished runs")
+            raise ProfilingError(printable(f"{record.label} is a failed run ({record.error}); "
+                                           f"compare finished runs"))
     reference = records[0]
     for record in records[1:]:
         first, second = model_name(reference.config), model_name(record.config)
@@ -47,11 +48,11 @@ def check_comparable(records: Sequence[RunRecord]) -> None:
             continue
         common = [n for n in _names(reference) if n in set(_names(record))]
         shown = ", ".join(common[:8]) + (", ..." if len(common) > 8 else "")
-        raise ProfilingError(
+        raise ProfilingError(printable(
             f"{reference.label} ({first}) and {record.label} ({second}) profile "
             f"different models, which cannot be compared stage by stage: "
             f"{len(common)} of {len(_names(reference))} stages of {first} match by name"
-            + (f" ({shown})" if common else ""))
+            + (f" ({shown})" if common else "")))
 
 
 def _time_metric(table: pd.DataFrame) -> str:
