@@ -20,7 +20,8 @@ from torch import nn
 
 from cli_runner import run_main
 from profiling import ProfilingError
-from profiling.files import file_problem, read_json, read_table, read_yaml
+from profiling.files import (check_output_file, check_replaceable, file_problem, read_json,
+                             read_table, read_yaml)
 from profiling.reports import read_run
 from report_runs import tiny_run
 from zoo.checkpoints import load_checkpoint, read_state_dict
@@ -383,3 +384,57 @@ def test_the_tools_refuse_an_edited_run_and_write_nothing(good_run, tmp_path, ca
         "; nothing written: give the other runs, or rerun the broken one"
         if tool == "collect" else "")
     assert not out.parent.exists()
+
+
+# --- experiment files ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["", "run:\n  repeats: 3\n", "# @package model\nrun:\n  seed: 1\n",
+                                  "# a comment\nrun:\n  seed: 1\n# @package _global_\n"])
+def test_an_experiment_without_the_global_header_is_refused(tmp_path, text):
+    """Without ``# @package _global_`` Hydra put the file's options under ``experiment.*``;
+    before, the run was refused as "unknown option 'experiment'" (an empty file) or the
+    options were silently not set."""
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "mine.yaml").write_text(text)
+    problem = check_overrides(["model=swiftnet", f"hydra.searchpath=[file://{tmp_path}]",
+                               "experiment=mine"])
+    assert problem == (f"experiment file {tmp_path / 'experiment' / 'mine.yaml'} does not begin "
+                       f"with the line '# @package _global_'; without it Hydra puts its options "
+                       f"under experiment.* instead of setting them (see the shipped "
+                       f"configs/experiment/*.yaml)")
+    (tmp_path / "experiment" / "mine.yaml").write_text("# @package _global_\n" + text
+                                                         if text.startswith("run") else
+                                                         "# @package _global_\n")
+    assert check_overrides(["model=swiftnet", f"hydra.searchpath=[file://{tmp_path}]",
+                            "experiment=mine"]) is None
+
+
+# --- output paths --------------------------------------------------------------------------
+
+def test_an_output_through_a_looping_link_is_one_line(tmp_path, capsys, monkeypatch, good_run):
+    """Before: Python's ``RuntimeError: Symlink loop`` ended zoo.compare as a failure (exit 1,
+    a traceback in a log); the run folder check met the same."""
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    for option, path in (("--out", tmp_path / "a"), ("--out", tmp_path / "a" / "c.csv")):
+        with pytest.raises(ProfilingError, match="a symbolic link on the way loops"):
+            check_output_file(path, option)
+    with pytest.raises(ProfilingError, match="a symbolic link on the way loops"):
+        check_replaceable(tmp_path / "b" / "run")
+    outcome = run_main(lambda: compare.main([str(good_run), str(good_run.parent / "other"),
+                                             "--out", str(tmp_path / "a")]), [], capsys,
+                       monkeypatch)
+    assert outcome.code == 2 and "a symbolic link on the way loops" in outcome.line
+
+
+def test_a_run_is_not_compared_with_itself(tmp_path, capsys, monkeypatch, good_run):
+    """Before: ``zoo.compare RUN RUN`` (or a link to RUN) wrote a table of ratios of 1."""
+    (tmp_path / "link").symlink_to(good_run)
+    for second in (good_run, tmp_path / "link", Path(str(good_run) + "/")):
+        outcome = run_main(lambda: compare.main([str(good_run), str(second), "--out",
+                                                 str(tmp_path / "c.csv")]), [], capsys,
+                           monkeypatch)
+        assert outcome.code == 2
+        assert outcome.line == (f"error: RUN_A and RUN_B are the same folder "
+                                f"({good_run.resolve()}); give two runs to compare")
+    assert not (tmp_path / "c.csv").exists()

@@ -120,6 +120,16 @@ def holds_marker(directory: Union[str, Path]) -> bool:
     return marker.is_file() and not marker.is_symlink()
 
 
+def _real(path: Path, option: str) -> Path:
+    """``path`` with its symbolic links followed; one line for a link that loops (Python
+    raises ``RuntimeError`` for it, which read as a failure, exit 1)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as error:
+        raise ProfilingError(f"{option} {path}: a symbolic link on the way loops ({error}); "
+                             f"choose another path") from None
+
+
 def _protected(directory: Path) -> str:
     """Why ``directory`` may never be written or replaced (``""`` if it may)."""
     for name, place in (("the working directory", Path.cwd()), ("the home directory",
@@ -160,7 +170,7 @@ def check_replaceable(directory: Union[str, Path], overwrite: bool = False,
     directory = Path(directory).expanduser().absolute()
     if not str(directory.name).strip() and directory != Path(directory.anchor):
         raise ProfilingError("the output folder is empty; give a folder name")
-    real = directory.resolve()
+    real = _real(directory, "the output folder")
     _check_parent(real)
     reason = _protected(real)
     if reason:
@@ -248,7 +258,7 @@ def check_output_file(path: Union[str, Path], option: str = "--out") -> Path:
     path (a symbolic link is followed, as a shell's ``>`` would): a folder, a device or another
     special file, a path below a file, or a folder that cannot be written."""
     given = Path(path).expanduser()
-    real = given.absolute().resolve()
+    real = _real(given.absolute(), option)
     if real.exists() and not real.is_file():
         kind = "a folder" if real.is_dir() else "not a regular file (a device?)"
         raise ProfilingError(f"{option} {given}: {real} is {kind}; give a file name")

@@ -65,6 +65,10 @@ def _folders(args) -> tuple:
     if args.run_a is None or args.run_b is None:
         raise ConfigError("give two run folders (RUN_A RUN_B) or two configurations "
                           "(--run \"OVERRIDES A\" --run \"OVERRIDES B\")")
+    if args.run_a.exists() and args.run_b.exists() and \
+            args.run_a.resolve() == args.run_b.resolve():
+        raise ConfigError(f"RUN_A and RUN_B are the same folder ({args.run_a.resolve()}); give "
+                          f"two runs to compare")
     min_change = MIN_CHANGE if args.min_change is None else args.min_change
     out = check_output_file(args.out or default_compare_folder() / COMPARE_FILE, "--out")
     if out.exists() and not args.overwrite:  # both checked before the work

@@ -34,6 +34,14 @@ def check_experiment_file(path: Union[str, Path]) -> None:
         data = read_yaml(path)
     except ProfilingError as error:
         raise ConfigError(f"experiment file {error}") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(f"experiment file {path} holds {type(data).__name__}, not a mapping "
+                          f"of options")
+    if not _global_package(Path(path)):
+        raise ConfigError(f"experiment file {path} does not begin with the line "
+                          f"'{_GLOBAL_PACKAGE}'; without it Hydra puts its options under "
+                          f"experiment.* instead of setting them (see the shipped "
+                          f"configs/experiment/*.yaml)")
     if data is None:
         return
     if not isinstance(data, dict):
@@ -53,6 +61,23 @@ def check_experiment_file(path: Union[str, Path]) -> None:
     except ConfigError as error:
         raise ConfigError(f"experiment file {path}: {error}") from None
     check_yaml_booleans(path)
+
+
+#: The header of every experiment file: its keys are options of the whole config.
+_GLOBAL_PACKAGE = "# @package _global_"
+
+
+def _global_package(path: Path) -> bool:
+    """Whether the file's header (its comment lines before the first other line) holds
+    :data:`_GLOBAL_PACKAGE`, as Hydra reads it."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        if not line.lstrip().startswith("#"):
+            return False
+        if " ".join(line.split()) == _GLOBAL_PACKAGE:
+            return True
+    return False
 
 
 def _options(tree: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
