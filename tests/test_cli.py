@@ -83,7 +83,7 @@ def test_bad_overrides_are_one_line(override, message):
     (["run.repeats=0"], "run.repeats=0 is not accepted; accepted: an integer >= 1"),
     (["input.size=[8,8]"], "too small for Faster R-CNN"),
     (["input.size=[a,b]"], "input.size=['a', 'b'] is not accepted; accepted: null or "
-                              "[..., ...] with integers >= 1"),
+                              "[height, width] with integers >= 1"),
     (["model.num_classes=0"], "num_classes=0 is not accepted; accepted: an integer >= 1"),
     (["model.checkpoint=/does/not/exist.pth"], "checkpoint file not found"),
     pytest.param(["device=cuda"], "no CUDA GPU", marks=pytest.mark.skipif(

@@ -30,7 +30,7 @@ META = ["device=meta", "summary=false", "input.size=[32,32]"]
     (["plots=${oc.env:ZOO_NOT_SET_ANYWHERE}"], "plots: cannot resolve the interpolation"),
     (["summary=false", "summary=${oc.env:ZOO_NOT_SET_ANYWHERE}"],
      "summary: cannot resolve the interpolation"),  # the last value given counts
-    (["input.size=5"], "input.size=5 is not accepted; accepted: null or [..., ...] with "),
+    (["input.size=5"], "input.size=5 is not accepted; accepted: null or [height, width] with "),
     (["collectors=5"], "collectors=5 is not accepted"),
     (["model=swiftnet", "model.spp_grids=8"], "model.spp_grids=8 is not accepted"),
     (["model=torchvision", "model.stage_paths=3"], "model.stage_paths=3 is not accepted"),

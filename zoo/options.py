@@ -143,16 +143,19 @@ class Choice(Checker):
 
 @dataclass(frozen=True)
 class ListOf(Checker):
-    """A list (or tuple) of items of one kind, of ``length`` items if given, never empty."""
+    """A list (or tuple) of items of one kind, of ``length`` items if given, never empty;
+    ``names`` (one per item) say what each item is in the accepted form."""
 
     item: Checker
     length: Optional[int] = None
+    names: Optional[tuple[str, ...]] = None
 
     @property
     def accepts(self) -> str:  # type: ignore[override]
-        count = f"{self.length} " if self.length else "a non-empty list of "
-        return (f"[{', '.join(['...'] * self.length)}] with " if self.length else count) + \
-            _plural(self.item.accepts)
+        if not self.length:
+            return "a non-empty list of " + _plural(self.item.accepts)
+        names = self.names or ("...",) * self.length
+        return f"[{', '.join(names)}] with " + _plural(self.item.accepts)
 
     def ok(self, value: Any) -> bool:
         return (isinstance(value, Sequence) and not isinstance(value, (str, bytes))
@@ -320,7 +323,7 @@ SCHEMA: dict[str, Checker] = {
     "run.channels_last": Boolean(),
     "run.compile": Boolean(),
     "run.compile_mode": Choice(("default", "reduce-overhead", "max-autotune")),
-    "input.size": Nullable(ListOf(Integer(minimum=1), length=2)),
+    "input.size": Nullable(ListOf(Integer(minimum=1), length=2, names=("height", "width"))),
     "input.batch": Integer(minimum=1),
     "input.pad": Boolean(),
     "input.images": Nullable(AnyOf((Text(), ListOf(Text())))),  # files: zoo.images
