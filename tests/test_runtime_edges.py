@@ -313,3 +313,45 @@ def test_a_derived_graph_leaves_nodes_it_cannot_place_to_the_neighbours():
     assert run_map.stage_of("w_Dq") == "conv#0"
     assert run_map.stage_times({"w_Dq": 1.0, "node_conv": 2.0, "x_Q": 0.5}) == \
         ({"conv#0": 3.0}, 0.5)
+
+
+# -- why a runtime cannot run a model, in one line -------------------------------------------
+
+@pytest.mark.parametrize("error, line", [
+    (KeyError("1878 node_select_4"), "KeyError: '1878 node_select_4'"),
+    (IndexError("list index out of range"), "IndexError: list index out of range"),
+    (KeyError(), "KeyError"),
+    (RuntimeError("unsupported operator\ndetails"), "unsupported operator"),
+])
+def test_a_failure_without_words_keeps_its_type(error, line):
+    """Before: NNCF's KeyError on gmflow_refine read "openvino could not run it:
+    '1878 node_select_4'"."""
+    from profiling.runtimes.parts import export_failure
+
+    assert export_failure(error) == line
+
+
+@needs_onnxruntime
+@pytest.mark.slow
+def test_a_quantiser_that_fails_is_named_as_the_quantiser(monkeypatch, tmp_path):
+    from profiling.runtimes import profile_runtime
+    from profiling.runtimes.backends import QuantiseFailure, runtime_failure
+
+    assert runtime_failure("openvino", RuntimeError("Exception from src/x.cpp")) == \
+        "openvino could not run it: Exception from src/x.cpp"
+    assert runtime_failure("openvino", QuantiseFailure("NNCF could not quantise it: x")) == \
+        "NNCF could not quantise it: x"
+
+    def fail(*args, **kwargs):
+        raise KeyError("node_select_4")
+
+    monkeypatch.setattr("profiling.runtimes.quantize.quantize_onnxruntime", fail)
+    torch.manual_seed(0)
+    with pytest.raises(ProfilingError, match=r"^onnxruntime runs no part of _Refused: the "
+                                             r"whole model: ONNX Runtime's quantiser could not "
+                                             r"quantise it: KeyError: 'node_select_4'; on their "
+                                             r"own: conv: ONNX Runtime's quantiser could not "
+                                             r"quantise it: KeyError: 'node_select_4'; profile "
+                                             r"it in PyTorch$"):
+        profile_runtime(_Refused().eval(), (torch.randn(1, 3, 8, 8),), runtime="onnxruntime",
+                        dtype="int8", repeats=1, workdir=tmp_path)

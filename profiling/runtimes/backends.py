@@ -9,8 +9,24 @@ from typing import Any, Sequence
 import numpy as np
 
 from .export import ExportedModel
+from .parts import export_failure
 
-__all__ = ["make_backend", "quantise", "plain_forward_ms"]
+__all__ = ["make_backend", "quantise", "plain_forward_ms", "QuantiseFailure", "runtime_failure"]
+
+#: The quantiser of each runtime, as a failure names it.
+QUANTISERS = {"onnxruntime": "ONNX Runtime's quantiser", "openvino": "NNCF"}
+
+
+class QuantiseFailure(RuntimeError):
+    """The quantiser, not the runtime, failed: the message says which and why."""
+
+
+def runtime_failure(runtime: str, error: BaseException) -> str:
+    """Why ``runtime`` cannot run a model, in one line: the quantiser's failure as it says,
+    else ``<runtime> could not run it: <first line of the error>``."""
+    if isinstance(error, QuantiseFailure):
+        return str(error)
+    return f"{runtime} could not run it: {export_failure(error)}"
 
 
 def make_backend(runtime: str, path: Path, workdir: Path, device_type: str, profile: bool,
@@ -34,7 +50,16 @@ def quantise(runtime: str, exported: ExportedModel, workdir: Path,
              calibration: Sequence[Sequence[np.ndarray]]) -> tuple[Path, Any, set[str]]:
     """int8 for ``runtime``: the file to run (ONNX Runtime's QDQ model, written to
     ``workdir``), NNCF's ``openvino.Model`` for OpenVINO (else ``None``), and the values the
-    quantiser quantises."""
+    quantiser quantises. A :class:`QuantiseFailure` names the quantiser when it fails."""
+    try:
+        return _quantise(runtime, exported, workdir, calibration)
+    except Exception as error:  # noqa: BLE001  (said as the quantiser's failure)
+        raise QuantiseFailure(f"{QUANTISERS[runtime]} could not quantise it: "
+                              f"{export_failure(error)}") from error
+
+
+def _quantise(runtime: str, exported: ExportedModel, workdir: Path,
+              calibration: Sequence[Sequence[np.ndarray]]) -> tuple[Path, Any, set[str]]:
     if runtime == "onnxruntime":
         from .quantize import quantize_onnxruntime
 

@@ -22,9 +22,9 @@ from ..stages.markers import StageCall
 from ..statistics.aggregate import aggregate_stages
 from ..statistics.coverage import OTHER, with_other_calls
 from ..statistics.intervals import AutoRepeats
-from .backends import make_backend, quantise
+from .backends import make_backend, quantise, runtime_failure
 from .cache import CachedExport
-from .parts import Part, capture_module_calls, export_failure, runtime_parts, tensor_feeds
+from .parts import Part, capture_module_calls, runtime_parts, tensor_feeds
 from .graph import load_graph
 from .int8_payload import quantise_call_payloads
 from .quiet import quiet
@@ -126,7 +126,7 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
             backend, run_path, values = _part_backend(model, part, runtime, dtype, calibration,
                                               workdir, device_type)
         except Exception as error:  # noqa: BLE001  (a part the runtime cannot run: PyTorch)
-            in_torch[part.path] = f"{runtime} could not run it: {export_failure(error)}"
+            in_torch[part.path] = runtime_failure(runtime, error)
             continue
         running.append(part)
         quantised.append(values)

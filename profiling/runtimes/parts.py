@@ -39,6 +39,8 @@ def export_failure(error: BaseException) -> str:
         after = lines[lines.index("## Exception summary") + 1:]
         lines = [line for line in after if line] or lines
     line = next((line for line in lines if line), type(error).__name__)
+    if isinstance(error, LookupError) and not line.startswith(type(error).__name__):
+        line = f"{type(error).__name__}: {line}"  # a KeyError's message is the bare key
     line = re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", line)
     return line if len(line) <= 200 else line[:197] + "..."
 

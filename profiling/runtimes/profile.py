@@ -26,7 +26,7 @@ from ..stages.markers import StageCall
 from ..statistics.aggregate import aggregate_stages
 from ..statistics.coverage import with_other_calls
 from ..statistics.intervals import AutoRepeats
-from .backends import make_backend, plain_forward_ms, quantise
+from .backends import make_backend, plain_forward_ms, quantise, runtime_failure
 from .cache import CachedExport, export_key, read_entry, write_entry
 from .export import ExportedModel, export_onnx
 from .graph import load_graph
@@ -145,7 +145,7 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
         backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model)
     except Exception as error:  # noqa: BLE001  (the runtime cannot run it whole: in parts)
         entry = _exported_parts(model, tuple(inputs), attach, workdir,
-                                f"{runtime} could not run it: {export_failure(error)}")
+                                runtime_failure(runtime, error))
         return profile_parts(model, tuple(inputs), reference, entry, deployment, **in_parts)
     deployment["exported_file"] = str(exported.path)
     if run_path != exported.path:
