@@ -551,3 +551,30 @@ def test_a_recursive_module_counts_each_operator_once(name):
     assert records[path].total.macs == records[""].total.macs == result.totals["macs"] == macs
     last_call, total = result.module_seconds
     assert total[path] <= total[""]
+
+
+# --- inputs that are not the forward's arguments ----------------------------------------------
+
+NOT_ARGUMENTS = {  # inputs: what the line says was given
+    "a bare tensor": (torch.rand(1, 3, 8, 8), r"got a tensor of shape \[1, 3, 8, 8\]"),
+    "a string": ("image.png", r"got str 'image.png'"),
+    "None": (None, "got NoneType None"),
+    "a number": (3, "got int 3"),
+    "a set": ({1}, r"got set \{1\}"),
+}
+
+
+@pytest.mark.parametrize("name", NOT_ARGUMENTS)
+def test_inputs_that_are_not_the_forward_arguments_are_refused_in_one_line(name):
+    # a bare [1, 3, 8, 8] tensor was unpacked along its batch: one unbatched [3, 8, 8] image
+    inputs, given = NOT_ARGUMENTS[name]
+    model = nn.Sequential(nn.Conv2d(3, 4, 3)).eval()
+    pattern = r"inputs must be the forward's arguments as a tuple or list, e.g. \(x,\), or " \
+              r"its keyword arguments as a dict, " + given
+    with pytest.raises(ProfilingError, match=pattern):
+        profile_model(model, inputs, collectors=["payload"], attach={"0": "0"})
+    with pytest.raises(ProfilingError, match=pattern):
+        analyse_cuts(model, inputs)
+    with pytest.raises(ProfilingError, match="its keys must be strings, got 0"):
+        profile_model(model, {0: torch.rand(1, 3, 8, 8)}, collectors=["payload"])
+    assert _hooks(model) == 0

@@ -15,7 +15,8 @@ from ..collectors import PASSES, Collector, Metric, declared_metrics, make_colle
 from ..statistics.coverage import stage_coverage, with_other_calls
 from ..errors import ProfilingError
 from ..stages.guards import (FreshInputs, call_model, check_collector_devices,
-                             check_collectors_argument, check_mode, fresh_copy)
+                             check_collectors_argument, check_inputs, check_mode,
+                             fresh_copy)
 from ..stages.model_state import ModelState
 from ..statistics.noise import machine_state, noise_report
 from ..stages.payload import device_type_of
@@ -304,6 +305,7 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
     tensors are never handed to the model. Copies are made outside the timed spans.
     """
     check_collectors_argument(collectors)
+    check_inputs(inputs)
     check_mode(model, train)
     check_run_options(warmup, repeats)
     record_payload = "payload" in collectors

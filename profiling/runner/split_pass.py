@@ -17,7 +17,7 @@ from ..collectors.liveness import Liveness
 from ..errors import ProfilingError
 from ..split.analysis import DEFAULT_CODECS, SplitAnalysis
 from ..stages.attach import attach_stages, hookable_modules
-from ..stages.guards import call_model
+from ..stages.guards import call_model, check_inputs
 from ..stages.session import Session
 
 __all__ = ["analyse_cuts", "module_marks"]
@@ -63,6 +63,7 @@ def analyse_cuts(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[st
         every_op: also cut after every operator.
         codec: a single codec instead of ``codecs`` (``None`` with ``codecs=()``: none).
     """
+    check_inputs(inputs)
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
         raise ProfilingError(f"depth must be an integer >= 0, got {depth!r}")
     if codec is not None:

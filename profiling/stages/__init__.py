@@ -14,7 +14,7 @@ _EXPORTS = {
     "TensorLeaf": "payload", "PayloadGroup": "payload", "PayloadNode": "payload",
     "walk_payload": "payload", "iter_leaves": "payload", "iter_tensors": "payload",
     "payload_bytes": "payload", "format_shape": "payload", "device_type_of": "payload",
-    "FreshInputs": "guards", "fresh_copy": "guards", "check_mode": "guards",
+    "FreshInputs": "guards", "fresh_copy": "guards", "check_mode": "guards", "check_inputs": "guards",
     "ModelState": "model_state",
     "check_collectors_argument": "guards", "call_model": "guards",
     "element_bytes": "byte_view", "int8_view": "byte_view",

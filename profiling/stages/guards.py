@@ -21,7 +21,7 @@ import torch
 from ..errors import ProfilingError
 from .payload import iter_tensors
 
-__all__ = ["FreshInputs", "fresh_copy", "check_mode", "check_collectors_argument",
+__all__ = ["FreshInputs", "fresh_copy", "check_mode", "check_inputs", "check_collectors_argument",
            "call_model"]
 
 
@@ -31,6 +31,26 @@ def call_model(model: Callable, inputs: Union[Sequence[Any], Mapping[str, Any]])
     if isinstance(inputs, Mapping):
         return model(**inputs)
     return model(*inputs)
+
+
+def check_inputs(inputs: Any) -> None:
+    """Raise :class:`ProfilingError` unless ``inputs`` is the forward's positional arguments
+    (a tuple or list) or its keyword arguments (a mapping with string keys): a bare tensor
+    would be unpacked along its first dimension (a batch of one became one unbatched image),
+    a string letter by letter."""
+    if isinstance(inputs, Mapping):
+        keys = [key for key in inputs if not isinstance(key, str)]
+        if keys:
+            raise ProfilingError(f"inputs as a mapping are keyword arguments, so its keys must be "
+                                 f"strings, got {keys[0]!r}")
+        return
+    if isinstance(inputs, (list, tuple)):
+        return
+    what = (f"a tensor of shape {list(inputs.shape)}" if isinstance(inputs, torch.Tensor)
+            else f"{type(inputs).__name__} {inputs!r}"[:120])
+    raise ProfilingError(f"inputs must be the forward's arguments as a tuple or list, e.g. (x,), "
+                         f"or its keyword arguments as a dict, got {what}; for one tensor x "
+                         f"give (x,)")
 
 
 def check_collectors_argument(collectors: Any) -> None:

@@ -12,7 +12,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from ..stages.attach import attach_stages
 from ..collectors.trace_ranges import TraceRanges
-from ..stages.guards import call_model
+from ..stages.guards import call_model, check_inputs
 from ..stages.session import Session
 
 __all__ = ["export_trace", "trace_forward"]
@@ -34,6 +34,7 @@ def trace_forward(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
         attach: extra stages attached to submodules, ``{stage: module_path}``.
         cuda: record CUDA kernels too (default: when CUDA is available).
     """
+    check_inputs(inputs)
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available() if cuda is None else cuda:
         activities.append(ProfilerActivity.CUDA)
