@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from omegaconf import OmegaConf
 
-from .cli import _GROUPS, compose_config
+from .cli import CONFIG_GROUPS, compose_config
 
 __all__ = ["changed_options", "options_line"]
 
@@ -47,7 +47,7 @@ def changed_options(overrides: Sequence[str], given: Any = None) -> list[str]:
     """The command-line overrides ``overrides`` as the options they change, ``key=value``, in
     the config's order (the group choices first); ``given``: their config, when it was
     composed already (else it is composed here)."""
-    group = [o for o in overrides if o.split("=", 1)[0].lstrip("+") in _GROUPS]
+    group = [o for o in overrides if o.split("=", 1)[0].lstrip("+") in CONFIG_GROUPS]
     default_choices = compose_config([], hydra=True).hydra.runtime.choices
     shown = []
     for override in group:

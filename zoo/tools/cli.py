@@ -49,7 +49,8 @@ def _config_dir() -> Path:
 #: The Hydra configs of the app.
 CONFIG_DIR = _config_dir()
 
-_GROUPS = ("model", "device", "input", "experiment")
+#: The config groups (choose a YAML file of configs/GROUP/ by name: model=gmflow).
+CONFIG_GROUPS = ("model", "device", "input", "experiment")
 #: The groups every run needs (``~model`` on the command line is refused).
 _REQUIRED = ("model", "device", "input")
 _OOM = re.compile(r"out of memory|can't allocate memory|not enough memory", re.IGNORECASE)
@@ -210,7 +211,7 @@ def _explain(error: Exception, overrides: Sequence[str], config_name: str) -> st
     from ..options import suggest
 
     text = str(error)
-    for group in _GROUPS:
+    for group in CONFIG_GROUPS:
         if f"'{group}/" in text or f"{group}/" in text.split("\n")[0]:
             value = next((o.split("=", 1)[1] for o in overrides
                           if o.split("=", 1)[0].lstrip("+~") == group), "?")
@@ -218,7 +219,7 @@ def _explain(error: Exception, overrides: Sequence[str], config_name: str) -> st
                     f"{', '.join(config_options(group))}")
     if text.startswith("Config group override must be a string or a list"):
         group = next((o.split("=", 1)[0].lstrip("+") for o in overrides
-                      if o.split("=", 1)[0].lstrip("+") in _GROUPS and "null" in o), "model")
+                      if o.split("=", 1)[0].lstrip("+") in CONFIG_GROUPS and "null" in o), "model")
         return (f"{group} takes the name of a config, not null; choose one of: "
                 f"{', '.join(config_options(group))}")
     if "Could not append to config. An item is already at" in text:
@@ -240,7 +241,7 @@ def _explain(error: Exception, overrides: Sequence[str], config_name: str) -> st
 def _accepted_keys(overrides: Sequence[str], parent: str, config_name: str) -> list[str]:
     from omegaconf import OmegaConf
 
-    groups = [o for o in overrides if o.split("=", 1)[0] in _GROUPS]
+    groups = [o for o in overrides if o.split("=", 1)[0] in CONFIG_GROUPS]
     try:
         cfg = compose_config(groups, config_name)
         node = OmegaConf.select(cfg, parent) if parent else cfg
@@ -320,7 +321,7 @@ def _check_override_form(override: str) -> None:
             raise ConfigError(f"{override}: options cannot be deleted, every option has a "
                               f"value; set it instead ({name}=VALUE, or {name}=null where "
                               f"null is accepted)")
-    elif name in _GROUPS and not parsed.is_sweep_override() and \
+    elif name in CONFIG_GROUPS and not parsed.is_sweep_override() and \
             not isinstance(parsed.value(), (str, list)):
         hint = " (leave it out for none)" if name in _OPTIONAL_GROUPS else ""
         raise ConfigError(f"{override} is not accepted; choose one of: "
