@@ -438,3 +438,34 @@ def test_a_run_is_not_compared_with_itself(tmp_path, capsys, monkeypatch, good_r
         assert outcome.line == (f"error: RUN_A and RUN_B are the same folder "
                                 f"({good_run.resolve()}); give two runs to compare")
     assert not (tmp_path / "c.csv").exists()
+
+
+@pytest.mark.parametrize("out, problem", [
+    ("/dev/null", "--out=/dev/null: /dev/null is a device or special file, not a folder"),
+    ("file.csv", "is a file, not a folder"),
+    ("file.csv/deeper", "is a file, not a folder"),
+    ("loop", "a symbolic link on the way loops"),
+])
+def test_an_ab_comparison_checks_its_output_before_the_work(tmp_path, capsys, monkeypatch, out,
+                                                            problem):
+    """Before: ``--run A --run B --out /dev/null`` timed both sides for minutes and failed only
+    when writing."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "file.csv").write_text("x")
+    (tmp_path / "loop").symlink_to("loop")
+    outcome = run_main(lambda: compare.main(["--run", "model=swiftnet device=cpu", "--run",
+                                             "model=swiftnet device=cpu", "--out", out]), [],
+                       capsys, monkeypatch)
+    assert outcome.code == 2 and problem in outcome.line, outcome
+
+
+@pytest.mark.parametrize("side", ["model=swiftnet 'unbalanced", 'model="swiftnet',
+                                  "model=swiftnet \\"])
+def test_an_ab_side_that_cannot_be_split_is_one_line(tmp_path, capsys, monkeypatch, side):
+    """Before: shlex's ``ValueError: No closing quotation`` ended the tool as a failure."""
+    monkeypatch.chdir(tmp_path)
+    outcome = run_main(lambda: compare.main(["--run", "model=swiftnet", "--run", side]), [],
+                       capsys, monkeypatch)
+    assert outcome.code == 2
+    assert outcome.line.startswith(f"error: --run B: cannot split {side!r} into overrides (")
+    assert list(tmp_path.iterdir()) == []

@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
-from profiling.files import holds_files, write_folder
+from profiling.files import check_replaceable, check_writable, holds_files, write_folder
 from profiling.reports import RunRecord, compare_paired_runs
 from profiling.runner import with_more_repeats
 from profiling.statistics import AB_MIN_CHANGE, machine_state, noise_report
@@ -53,6 +53,9 @@ def _job(overrides: str, side: str) -> ProfileJob:
         cfg = checked_config(shlex.split(overrides))  # composed and checked once
     except ConfigError as error:
         raise ConfigError(f"--run {side}: {error}") from None
+    except ValueError as error:  # shlex: an unbalanced quote
+        raise ConfigError(f"--run {side}: cannot split {overrides!r} into overrides ({error}); "
+                          f"quote each value whole, as a shell would") from None
     return prepare_job(cfg, checked=True)
 
 
@@ -73,6 +76,8 @@ def run_ab(overrides: Sequence[str], out: Optional[Path] = None, *, rounds: int 
     if holds_files(out) and not overwrite:
         raise ConfigError(f"{out} already holds files; choose another --out, or replace it "
                           f"whole with --overwrite")
+    check_writable("--out", out)  # a file, a device or a read-only disk: before the work
+    check_replaceable(out, overwrite, option="--overwrite")
     jobs = [_job(text, side) for text, side in zip(overrides, "AB")]
     for job, side in zip(jobs, "AB"):
         if job.deployment.runtime != "torch":
