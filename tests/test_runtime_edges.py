@@ -217,7 +217,7 @@ def test_the_run_says_how_far_the_runtimes_output_is_from_pytorchs(dtype, figure
                "run (more run.repeats, or a quieter machine)"),
     (0.9, None, "the forward timed with openvino's profiler off (20 ms) was 1.11x the profiled "
                 "one: this machine's timing noise exceeds the profiler's cost, so "
-                "deployment.profiler_overhead are no reliable figures on this run (more "
+                "deployment.profiler_overhead is no reliable figure on this run (more "
                 "run.repeats, or a quieter machine)"),
     (0.97, None, None),
     (1.02, 1.5, None),
@@ -355,3 +355,24 @@ def test_a_quantiser_that_fails_is_named_as_the_quantiser(monkeypatch, tmp_path)
                                              r"it in PyTorch$"):
         profile_runtime(_Refused().eval(), (torch.randn(1, 3, 8, 8),), runtime="onnxruntime",
                         dtype="int8", repeats=1, workdir=tmp_path)
+
+
+@pytest.mark.parametrize("deployed, hint", [
+    ({"runtime": "openvino", "mapped_share": 1.0},
+     "100.0% of openvino's node time is in them already: the rest is openvino's own work "
+     "between its nodes (large for a small input or on a busy machine), which no stage can "
+     "name"),
+    ({"runtime": "onnxruntime", "mapped_share": 0.9983},
+     "99.8% of onnxruntime's node time is in them already: the rest is onnxruntime's own work "
+     "between its nodes (large for a small input or on a busy machine), which no stage can "
+     "name"),
+    ({"runtime": "onnxruntime", "mapped_share": 0.56}, None),  # naming more stages helps
+    ({"runtime": "onnxruntime", "mapped_share": None}, None),
+    ({"runtime": "torch"}, None),
+])
+def test_a_runtime_run_with_its_nodes_in_stages_is_not_told_to_name_more(deployed, hint):
+    """Before: resnet18 in ONNX Runtime with 99.8% of its node time in stages was told to
+    "name more with model.stage_paths" because the runtime's own time made 'other' 20%."""
+    from zoo.runtime import runtime_coverage_hint
+
+    assert runtime_coverage_hint(deployed) == hint

@@ -14,7 +14,8 @@ import torch
 
 from .errors import ConfigError
 
-__all__ = ["check_runtime", "profile_in_runtime", "int8_metric", "EXPORT_FOLDER"]
+__all__ = ["check_runtime", "profile_in_runtime", "int8_metric", "runtime_coverage_hint",
+           "EXPORT_FOLDER"]
 
 _TORCH_ONLY = ("autocast", "channels_last", "compile")
 #: The run folder's subfolder of the exported (and quantised) ONNX files.
@@ -109,9 +110,10 @@ def _speed_notes(info: dict[str, Any]) -> list[str]:
         notes.append(f"the forward timed with {info['runtime']}'s profiler off "
                      f"({info['unprofiled_forward_ms_median']:.3g} ms) was {1 / overhead:.2f}x "
                      f"the profiled one: this machine's timing noise exceeds the profiler's "
-                     f"cost, so deployment.profiler_overhead"
-                     f"{' and int8_speedup' if speedup is not None else ''} are no reliable "
-                     f"figures on this run (more run.repeats, or a quieter machine)")
+                     f"cost, so deployment."
+                     + ("profiler_overhead and int8_speedup are no reliable figures"
+                        if speedup is not None else "profiler_overhead is no reliable figure")
+                     + " on this run (more run.repeats, or a quieter machine)")
     return notes
 
 
@@ -135,6 +137,22 @@ def _output_notes(info: dict[str, Any], dtype: str, random_weights: bool) -> lis
                  f"does not compute what the PyTorch one does, so its stage times describe "
                  f"another network")
     return [line]
+
+
+#: From this share of a runtime's node time in stages on, naming more stages cannot help.
+MAPPED_ENOUGH = 0.9
+
+
+def runtime_coverage_hint(deployed: dict[str, Any]) -> Optional[str]:
+    """What the coverage warning of a runtime run says when nearly all the runtime's node time
+    is in stages: the rest of the forward is the runtime's own work between nodes, which no
+    stage can name (``None``: not a runtime run, or naming more stages would help)."""
+    runtime, mapped = deployed.get("runtime", "torch"), deployed.get("mapped_share")
+    if runtime == "torch" or mapped is None or mapped < MAPPED_ENOUGH:
+        return None
+    return (f"{100 * mapped:.1f}% of {runtime}'s node time is in them already: the rest is "
+            f"{runtime}'s own work between its nodes (large for a small input or on a busy "
+            f"machine), which no stage can name")
 
 
 def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,

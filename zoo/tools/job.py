@@ -29,7 +29,7 @@ from ..inputs import INPUT_KINDS, check_frames
 from .progress import ForwardProgress
 from ..registry import create_model
 from ..user_values import check_plain_config
-from ..runtime import profile_in_runtime
+from ..runtime import profile_in_runtime, runtime_coverage_hint
 
 __all__ = ["RunFolder", "ProfileJob", "prepare_job", "job_files", "write_job", "run_profile",
            "resolve_device", "build_model", "make_inputs", "prepare"]
@@ -339,7 +339,8 @@ def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path],
         print(format_summary(record.stages, times=record.times, metrics=record.metrics,
                              totals=run_totals(result, model, job.inputs),
                              coverage=record.meta.get("coverage"),
-                             coverage_hint=COVERAGE_HINT))
+                             coverage_hint=runtime_coverage_hint(job.deployed)
+                             or COVERAGE_HINT))
         for note in notes:
             print(f"note: {note}")
         if result.uncounted:
