@@ -371,3 +371,20 @@ def test_the_roofline_lists_its_stage_calls_in_columns(count, columns):
     lists = [t for t in axes.texts if re.match(r"\s*\d+ s\d+", t.get_text())]
     assert len(lists) == columns
     assert sum(len(t.get_text().splitlines()) for t in lists) == count
+
+
+@pytest.mark.parametrize("depth, spaces", [(0, 0), (3, 3), (8, 8), (39, 8)])
+def test_deep_nesting_indents_at_most_eight_levels(depth, spaces):
+    pytest.importorskip("plotly")
+    from profiling.reports.html.formatting import indent
+
+    assert indent(depth) == "\u2003" * spaces
+
+
+@pytest.mark.parametrize("entries, side", [(1, "h"), (8, "h"), (9, "v"), (40, "v")])
+def test_a_chart_with_many_legend_entries_puts_its_legend_beside_the_plot(entries, side):
+    pytest.importorskip("plotly")
+    from profiling.reports.html.run_charts import legend_layout
+
+    layout = legend_layout(entries)
+    assert layout["orientation"] == side and (side == "h" or layout["x"] > 1)

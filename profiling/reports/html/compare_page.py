@@ -13,7 +13,7 @@ from ...errors import ProfilingError
 from ..comparison import FORWARD, MIN_CHANGE, compare_runs, config_differences
 from ..labels import printable
 from ..record import Run, RunRecord, as_record
-from .formatting import chart_labels, significant, stage_key, stage_label
+from .formatting import chart_labels, indent, significant, stage_key, stage_label
 from .header import IGNORED_OPTIONS, model_name, noise_verdict
 from .page import Page, Section, chart_placeholder, escape
 from .tables import Column, Table, number_cell, text_cell
@@ -73,7 +73,7 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
         rows = table[table["present"] == "both"].dropna(subset=["time_ratio"])
         names = [FORWARD if s == FORWARD else stage_label(s, c)
                  for s, c in zip(rows["stage"], rows["call_index"])]
-        labels = [label if name == FORWARD else "\u2003" * int(d) + label
+        labels = [label if name == FORWARD else indent(d) + label
                   for name, label, d in zip(names, chart_labels(names), rows["depth"])]
         significant_rows = rows["significant"].fillna(False).astype(bool).to_numpy()
         figure.add_scatter(
@@ -93,7 +93,7 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
     count = max(len(labels or []), 1)
     figure.add_vline(x=1.0, line_dash="dot", line_color="#111")
     figure.update_layout(
-        height=min(2400, 120 + 22 * count), margin={"t": 30, "l": 10, "r": 10, "b": 50},
+        height=120 + 18 * count,  # a row per stage call, every name shown margin={"t": 30, "l": 10, "r": 10, "b": 50},
         xaxis={"type": "log", "title": {"text": f"time ratio to A ({metric}), 95% interval"}},
         yaxis={"autorange": "reversed", "automargin": True, "type": "category"},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
@@ -113,7 +113,7 @@ def _table(letter: str, table: pd.DataFrame, metric: str) -> Table:
         forward = row["stage"] == FORWARD
         name = FORWARD if forward else stage_label(row["stage"], row["call_index"])
         depth = 0 if pd.isna(row.get("depth")) else int(row["depth"])
-        cells = [text_cell("\u2003" * depth + name, "name"), text_cell(row["present"])]
+        cells = [text_cell(indent(depth) + name, "name"), text_cell(row["present"])]
         if metric:
             first, second = row.get(f"{metric}_a"), row.get(f"{metric}_b")
             change = (100 * (second / first - 1) if pd.notna(first) and pd.notna(second)

@@ -10,7 +10,12 @@ import pandas as pd
 from ..labels import printable
 from ..numbers import significant as rounded
 
-__all__ = ["stage_key", "stage_label", "significant", "is_missing", "chart_labels"]
+__all__ = ["stage_key", "stage_label", "significant", "is_missing", "chart_labels", "indent",
+           "MAX_INDENT"]
+
+#: The deepest nesting a name's indentation shows (deeper calls indent no further: 40 levels
+#: of em spaces made the payload chart's axis mostly blank).
+MAX_INDENT = 8
 
 
 def stage_key(stage: Any, call_index: Any) -> str:
@@ -49,3 +54,9 @@ def chart_labels(names: Sequence[Any]) -> list[str]:
     shown = [chart_label(name) for name in names]
     counts = Counter(shown)
     return [label if counts[label] == 1 else escape(name) for name, label in zip(names, shown)]
+
+
+def indent(depth: Any) -> str:
+    """The indentation of a stage call of ``depth`` in a chart's axis or a table: an em space
+    per level, at most :data:`MAX_INDENT`."""
+    return "\u2003" * min(int(depth), MAX_INDENT)

@@ -11,13 +11,15 @@ import pandas as pd
 
 from ...statistics.aggregate import first_column, time_column
 from ...counting.roofline import Ceilings, attainable_flops, stage_points
-from .formatting import chart_labels, significant, stage_label
+from .formatting import chart_labels, indent, significant, stage_label
 from .page import chart_label, escape
 from .stage_tree import ROOT, exclusive_values, parent_keys, stage_calls
 
 __all__ = ["icicle_metrics", "icicle_figure", "payload_figure", "roofline_figure",
            "memory_column"]
 
+#: The most legend entries drawn in a row above a chart.
+_LEGEND_ABOVE = 8
 #: An axis whose positive values span more than this ratio is drawn logarithmic.
 _LOG_SPAN = 100.0
 
@@ -110,7 +112,7 @@ def payload_figure(stages: pd.DataFrame) -> Any:
     go = _go()
     calls = stage_calls(stages)
     names = [stage_label(s, c) for s, c in zip(calls["stage"], calls["call_index"])]
-    labels = [("\u2003" * int(d)) + label
+    labels = [indent(d) + label
               for label, d in zip(chart_labels(names), calls["depth"])]
     hover = np.array([escape(name) for name in names], dtype=object)
     output = pd.to_numeric(calls["out_bytes"], errors="coerce").fillna(0).to_numpy(float)
@@ -146,8 +148,16 @@ def payload_figure(stages: pd.DataFrame) -> Any:
         margin={"t": 20, "l": 70, "r": 10, "b": 10},
         yaxis={"title": {"text": "MB (1e6 bytes)"}, "type": scale},
         xaxis={"type": "category", "tickangle": -60, "automargin": True},
-        legend={"orientation": "h", "y": 1.08})
+        legend=legend_layout(len(figure.data)))
     return figure
+
+
+def legend_layout(entries: int) -> dict[str, Any]:
+    """A legend above the chart for a few entries; right of it, where plotly scrolls it,
+    for more (one per nesting depth of a 40-deep network covered the bars)."""
+    if entries <= _LEGEND_ABOVE:
+        return {"orientation": "h", "y": 1.08}
+    return {"orientation": "v", "x": 1.02, "y": 1.0, "yanchor": "top"}
 
 
 def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
@@ -192,5 +202,5 @@ def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
                                                 "or written)"}},
         yaxis={"type": "log", "title": {"text": f"achieved FLOP/s ({time.split('_')[0].upper()}"
                                                 f" time)"}},
-        legend={"orientation": "h", "y": 1.08})
+        legend=legend_layout(len(figure.data)))
     return figure

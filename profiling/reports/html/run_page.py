@@ -10,7 +10,7 @@ from ...statistics.aggregate import time_column
 from ...errors import ProfilingError
 from ..record import Run, as_record
 from ..runs import forward_median
-from .formatting import stage_label
+from .formatting import indent, stage_label
 from .header import model_name, run_facts
 from .page import Page, Section, chart_placeholder, escape
 from .run_charts import icicle_figure, memory_column, payload_figure, roofline_figure
@@ -60,7 +60,7 @@ def stage_table(stages: pd.DataFrame, forward_ms: Optional[float],
     table = Table(table_id, [column for column, _ in spec])
     for row in rows.to_dict("records"):
         name = stage_label(row["stage"], row["call_index"])
-        cells = [text_cell("\u2003" * int(row["depth"]) + name, "name"),
+        cells = [text_cell(indent(row["depth"]) + name, "name"),
                  number_cell(row["call_index"], digits=1), number_cell(row["depth"], digits=1),
                  text_cell(row["kind"])]
         if time:
