@@ -376,3 +376,35 @@ def test_a_runtime_run_with_its_nodes_in_stages_is_not_told_to_name_more(deploye
     from zoo.runtime import runtime_coverage_hint
 
     assert runtime_coverage_hint(deployed) == hint
+
+
+def _logits(shape, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("model_name, wrap", [
+    ("swiftnet", lambda logits: logits),
+    ("swin_unet", lambda logits: logits),
+    ("torchvision", lambda logits: {"out": logits, "aux": logits * 2}),
+])
+def test_an_int8_segmentation_reports_the_share_of_pixels_whose_label_holds(model_name, wrap):
+    """Before: segmentation runs got no task metric (classifiers and flow had one)."""
+    from zoo.runtime import int8_metric
+
+    logits = _logits((1, 3, 2, 4))
+    changed = logits.clone()
+    changed[0, :, 0, :2] = torch.tensor([5.0, -5.0, -5.0])[:, None]  # two pixels: label 0
+    changed[0, :, 0, 2:] = torch.tensor([-5.0, 5.0, -5.0])[:, None]  # two pixels: label 1
+    flipped = int((logits.argmax(1) != changed.argmax(1)).sum())
+    outputs = [changed.numpy()] + ([changed.numpy() * 2] if model_name == "torchvision" else [])
+    metric = int8_metric(model_name, wrap(logits), outputs)
+    assert metric == {"pixel_agreement": pytest.approx(1 - flipped / 8)}
+    assert 0 < flipped <= 4
+
+
+def test_a_feature_map_that_is_no_segmentation_gets_no_pixel_metric():
+    from zoo.runtime import int8_metric
+
+    features = _logits((1, 8, 2, 2))
+    assert int8_metric("timm", features, [features.numpy()]) == {}
+    assert int8_metric("torchvision", (features,), [features.numpy()]) == {}

@@ -59,10 +59,16 @@ def check_runtime(deployment: Any, device: torch.device) -> None:
         default_provider(device.type)
 
 
+#: The zoo's models whose output is per-pixel class logits.
+_SEGMENTATION = ("swiftnet", "swin_unet")
+
+
 def int8_metric(model_name: str, reference: Any, outputs: Sequence[Any]) -> dict[str, float]:
     """One cheap task metric between the float32 output and the int8 runtime's: top-1
-    agreement for a classifier's logits ``[B, classes]``, end-point error for a flow
-    ``[B, 2, H, W]`` (the last one the model returns)."""
+    agreement for a classifier's logits ``[B, classes]``, pixel agreement of the labels for a
+    segmentation's logits ``[B, classes, H, W]`` (the zoo's segmentation models, torchvision's
+    whose output is ``{"out": ...}``), end-point error for a flow ``[B, 2, H, W]`` (the last
+    one the model returns)."""
     import numpy as np
     from torch.utils._pytree import tree_flatten
 
@@ -73,6 +79,10 @@ def int8_metric(model_name: str, reference: Any, outputs: Sequence[Any]) -> dict
     first, got = expected[0], np.asarray(outputs[0], dtype=np.float32)
     if first.ndim == 2 and got.shape == first.shape and model_name in ("torchvision", "timm"):
         return {"top1_agreement": float((first.argmax(1) == got.argmax(1)).mean())}
+    segments = model_name in _SEGMENTATION or (
+        model_name == "torchvision" and isinstance(reference, dict) and "out" in reference)
+    if segments and first.ndim == 4 and first.shape[1] >= 2 and got.shape == first.shape:
+        return {"pixel_agreement": float((first.argmax(1) == got.argmax(1)).mean())}
     last, got = expected[-1], np.asarray(outputs[len(expected) - 1], dtype=np.float32)
     if model_name.startswith("gmflow") and last.ndim == 4 and last.shape[1] == 2 and \
             got.shape == last.shape:
