@@ -501,6 +501,8 @@ FAILURES = {  # model, collectors: where the line says it failed
 
 @pytest.mark.parametrize("name", FAILURES)
 def test_a_failure_names_the_stage_it_happened_in_or_after(name):
+    from zoo.tools.cli import EXIT_FAILURE, describe_failure
+
     make_model, collectors, place = FAILURES[name]
     model = make_model().eval()
     attach = {"linear": "linear"} if hasattr(model, "fail_after") else {"0": "0", "1": "1"}
@@ -508,6 +510,8 @@ def test_a_failure_names_the_stage_it_happened_in_or_after(name):
         profile_model(model, (torch.rand(2, 4),), collectors=collectors, warmup=0, repeats=1,
                       attach=attach)
     assert failure_place(caught.value) == place
+    line, status = describe_failure(caught.value)
+    assert line.startswith(type(caught.value).__name__ + place) and status == EXIT_FAILURE
     assert _hooks(model) == 0
 
 

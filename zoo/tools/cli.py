@@ -23,7 +23,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, Sequence
 
-from profiling import ProfilingError, failed_stage, failure_context
+from profiling import ProfilingError, failure_context, failure_place
 
 from ..errors import ConfigError
 from .broken_pipe import output_outlives_its_reader
@@ -121,7 +121,7 @@ def describe_failure(error: BaseException) -> tuple[str, int]:
         return "interrupted", EXIT_INTERRUPTED
     if isinstance(error, ProfilingError):
         return str(error), EXIT_BAD_INPUT
-    where = f" in stage '{failed_stage(error)}'" if failed_stage(error) else ""
+    where = failure_place(error)
     context = f" at {failure_context(error)}" if failure_context(error) else ""
     if _is_out_of_memory(error):
         tried = _TRIED.search(str(error))
