@@ -469,3 +469,20 @@ def test_an_ab_side_that_cannot_be_split_is_one_line(tmp_path, capsys, monkeypat
     assert outcome.code == 2
     assert outcome.line.startswith(f"error: --run B: cannot split {side!r} into overrides (")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("overrides, problem", [
+    (["roofline.ceilings=nope"], "roofline.ceilings=nope: no device ceilings named 'nope'"),
+    (["roofline.ceilings=/nowhere/c.yaml"], "roofline.ceilings=/nowhere/c.yaml: ceilings file "
+                                            "not found: /nowhere/c.yaml"),
+    (["roofline.ceilings=h100_sxm", "roofline.dtype=int3"],
+     "roofline.ceilings=h100_sxm: no int3 peak for h100_sxm; it has: float64, float32"),
+    (["roofline.ceilings=raspberry_pi5", "run.dtype=bfloat16"],
+     "roofline.ceilings=raspberry_pi5: no bfloat16 peak for raspberry_pi5; it has: float32"),
+])
+def test_ceilings_are_checked_before_the_work(overrides, problem):
+    """Before: the ceilings were first read when the run folder was written, after every timed
+    forward (a wrong name or type lost the run, or refused it after the model was built)."""
+    assert check_overrides(["model=swiftnet", *overrides]).startswith(problem)
+    assert check_overrides(["model=swiftnet", "roofline.ceilings=h100_sxm",
+                            "run.dtype=int8"]) is None

@@ -276,6 +276,28 @@ def check_composed(cfg: Any) -> None:
         resolve_interpolations(cfg, key)
     model = plain.get("model") or {}
     check_config(plain, _model_defaults(model.get("name")))
+    _check_ceilings(cfg)
+
+
+def _check_ceilings(cfg: Any) -> None:
+    """Load ``roofline.ceilings`` and find the peak of the run's type in it, before the work
+    (they were first read when the run folder was written: a wrong name or type lost the
+    timed run)."""
+    roofline, run = cfg.get("roofline") or {}, cfg.get("run") or {}
+    chosen = roofline.get("ceilings")
+    if chosen is None:
+        return
+    from profiling import ProfilingError
+    from profiling.counting import load_ceilings
+
+    dtype = roofline.get("dtype") or (run.get("dtype") if run.get("dtype") != "float32"
+                                      else None)
+    try:
+        ceilings = load_ceilings(str(chosen))
+        if dtype is not None:
+            ceilings.peak(str(dtype))
+    except ProfilingError as error:
+        raise ConfigError(f"roofline.ceilings={chosen}: {error}") from None
 
 
 def resolve_interpolations(cfg: Any, key: str) -> None:
