@@ -388,3 +388,21 @@ def test_a_chart_with_many_legend_entries_puts_its_legend_beside_the_plot(entrie
 
     layout = legend_layout(entries)
     assert layout["orientation"] == side and (side == "h" or layout["x"] > 1)
+
+
+@pytest.mark.parametrize("columns, memory, time", [
+    ({"tensor_peak_mb": [float("nan")] * 2}, None, "cpu_time_ms_median"),
+    ({"cuda_peak_mb": [float("nan")] * 2, "tensor_peak_mb": [1.0, 2.0]}, "tensor_peak_mb",
+     "cpu_time_ms_median"),
+    ({"cuda_time_ms_median": [float("nan")] * 2, "cuda_peak_mb": [3.0, None]}, "cuda_peak_mb",
+     "cpu_time_ms_median"),
+    ({"cpu_time_ms_median": [float("nan")] * 2}, None, None)])
+def test_a_column_of_missing_values_only_is_not_shown(columns, memory, time):
+    from profiling.statistics.aggregate import first_column, time_column
+
+    stages = pd.DataFrame({"stage": ["a", "b"], "cpu_time_ms_median": [1.0, 2.0], **columns})
+    assert first_column(stages, "cuda_peak_mb", "tensor_peak_mb") == memory
+    assert time_column(stages) == time
+    summary = format_summary(stages.assign(kind="stage", depth=0, call_index=0, parent="",
+                                           out_bytes=8, order=[0, 1]))
+    assert ("peak MB" in summary.splitlines()[0]) == (memory is not None)

@@ -217,7 +217,8 @@ NEGLIGIBLE_MB = 1e-3
 
 def _memory_panels(rows: pd.DataFrame) -> list[tuple[str, str, str]]:
     """The memory kinds to draw for ``rows``: those measured, less the negligible ones."""
-    kinds = [k for k in _MEMORY if k[1] in rows and k[2] in rows]
+    kinds = [k for k in _MEMORY if k[1] in rows and k[2] in rows
+             and rows[k[1]].notna().any()]
     largest = {k: rows[[k[1], k[2]]].astype(float).abs().max().max() for k in kinds}
     shown = [k for k in kinds if largest[k] >= NEGLIGIBLE_MB]
     return shown or kinds

@@ -26,8 +26,11 @@ def shapes_text(node: Optional[PayloadNode]) -> str:
 
 
 def first_column(stages: pd.DataFrame, *names: str) -> Optional[str]:
-    """The first of ``names`` that is a column of ``stages``, or ``None``."""
-    return next((name for name in names if name in stages.columns), None)
+    """The first of ``names`` that is a column of ``stages`` holding a value, or ``None``: a
+    column of missing values only (a metric no stage measured, a hand-edited file) is none
+    to show."""
+    return next((name for name in names
+                 if name in stages.columns and stages[name].notna().any()), None)
 
 
 def time_column(stages: pd.DataFrame, statistic: str = "median") -> Optional[str]:
