@@ -486,3 +486,42 @@ def test_ceilings_are_checked_before_the_work(overrides, problem):
     assert check_overrides(["model=swiftnet", *overrides]).startswith(problem)
     assert check_overrides(["model=swiftnet", "roofline.ceilings=h100_sxm",
                             "run.dtype=int8"]) is None
+
+
+@pytest.mark.parametrize("name", ["summary.csv", "table.parquet", "link.csv"])
+def test_collect_replaces_an_existing_table_only_when_asked(good_run, tmp_path, capsys,
+                                                            monkeypatch, name):
+    """Before: ``zoo.collect SWEEP --out SWEEP/summary.csv`` replaced the sweep's own table
+    without a word (zoo.compare asks for --overwrite)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kept.csv").write_text("kept\n")
+    out = tmp_path / name
+    if name == "link.csv":
+        out.symlink_to(tmp_path / "kept.csv")
+    else:
+        out.write_text("kept\n")
+    outcome = run_main(lambda: collect.main([str(good_run), "--out", str(out)]), [], capsys,
+                       monkeypatch)
+    assert outcome.code == 2
+    assert outcome.line == (f"error: {out} exists; choose another --out, or replace it with "
+                            f"--overwrite")
+    assert out.read_text() == "kept\n"
+    if name.endswith(".csv"):
+        outcome = run_main(lambda: collect.main([str(good_run), "--out", str(out),
+                                                 "--overwrite"]), [], capsys, monkeypatch)
+        assert outcome.code == 0 and pd.read_csv(out)["stage"].iloc[0] == "stem"
+
+
+def test_a_report_takes_different_runs(good_run, tmp_path, capsys, monkeypatch):
+    """Before: ``zoo.report RUN RUN`` wrote a comparison of a run with itself."""
+    from zoo.tools import report
+
+    (tmp_path / "link").symlink_to(good_run)
+    for second in (good_run, tmp_path / "link", Path(str(good_run) + "/")):
+        outcome = run_main(lambda: report.main([str(good_run), str(second), "--out",
+                                                str(tmp_path / "r.html")]), [], capsys,
+                           monkeypatch)
+        assert outcome.code == 2
+        assert outcome.line == (f"error: {good_run.resolve()} is given twice; a comparison "
+                                f"takes different runs")
+    assert not (tmp_path / "r.html").exists()

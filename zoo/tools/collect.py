@@ -1,4 +1,5 @@
-"""``python -m zoo.collect DIR... [--out FILE.csv|FILE.parquet]``: gather runs into one table.
+"""``python -m zoo.collect DIR... [--out FILE.csv|FILE.parquet [--overwrite]]``: gather runs into
+one table.
 
 Each DIR is a run directory or any folder above run directories (a sweep, ``results/runs``).
 The table is the one a sweep writes as ``summary.csv``
@@ -33,6 +34,8 @@ def _parser() -> ArgumentParser:
     parser.add_argument("--out", type=Path, default=None,
                         help="the table to write, .csv or .parquet (default: "
                              "results/collect/STAMP/summary.csv, a new folder)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --out if it exists (refused otherwise)")
     return parser
 
 
@@ -41,15 +44,17 @@ def default_collect_file() -> Path:
     return Path("results") / "collect" / run_stamp() / "summary.csv"
 
 
-def collect(directories: Sequence[Path], out: Optional[Path] = None
-            ) -> tuple[Path, pd.DataFrame]:
+def collect(directories: Sequence[Path], out: Optional[Path] = None, *,
+            overwrite: bool = False) -> tuple[Path, pd.DataFrame]:
     """Gather the runs at or below ``directories`` into the table at ``out`` (default
     :func:`default_collect_file`); return its path and the table. A broken run folder raises
-    :class:`~zoo.errors.ConfigError` naming its file, before anything is written."""
+    :class:`~zoo.errors.ConfigError` naming its file, before anything is written; so does an
+    ``out`` that exists, unless ``overwrite`` (a sweep's own ``summary.csv`` was replaced)."""
     out = default_collect_file() if out is None else Path(out)
     if Path(out).suffix.lower() not in TABLE_FORMATS:
         raise ConfigError(f"--out {out}: accepted extensions are {', '.join(TABLE_FORMATS)}")
-    check_output_file(out, "--out")  # before the work
+    if check_output_file(out, "--out").exists() and not overwrite:  # before the work
+        raise ConfigError(f"{out} exists; choose another --out, or replace it with --overwrite")
     runs: list[Path] = []
     for directory in directories:
         if not directory.is_dir():
@@ -71,7 +76,7 @@ def collect(directories: Sequence[Path], out: Optional[Path] = None
 
 def _main(argv: Optional[Sequence[str]]) -> None:
     args = _parser().parse_args(argv)
-    path, table = collect(args.directories, args.out)
+    path, table = collect(args.directories, args.out, overwrite=args.overwrite)
     runs = table.drop_duplicates("run") if len(table) else table
     failed = int(runs["status"].eq("failed").sum()) if len(runs) else 0
     print(f"{len(runs)} runs ({failed} failed), {len(table)} rows: {path}")

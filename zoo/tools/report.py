@@ -65,6 +65,10 @@ def _main(argv: Optional[Sequence[str]]) -> None:
     if not 0 <= args.min_change < 1:
         raise ProfilingError(f"--min-change must be a fraction from 0 to below 1, got "
                              f"{args.min_change}")
+    folders = [source.resolve() for source in args.sources if source.exists()]
+    if len(set(folders)) < len(folders):
+        twice = next(folder for folder in folders if folders.count(folder) > 1)
+        raise ProfilingError(f"{twice} is given twice; a comparison takes different runs")
     check_report_support()
     from profiling.reports import write_report
 
