@@ -406,3 +406,14 @@ def test_a_column_of_missing_values_only_is_not_shown(columns, memory, time):
     summary = format_summary(stages.assign(kind="stage", depth=0, call_index=0, parent="",
                                            out_bytes=8, order=[0, 1]))
     assert ("peak MB" in summary.splitlines()[0]) == (memory is not None)
+
+
+@pytest.mark.parametrize("name", ["\x1b[2J", "a\x07b", "x\u202ey"])
+def test_an_error_line_never_carries_control_characters(name, capsys):
+    from zoo.tools.cli import fail
+
+    with pytest.raises(SystemExit):
+        fail(f"no run folder {name}/meta.json")
+    line = capsys.readouterr().err
+    assert line.count("\n") == 1 and line.startswith("error: no run folder ")
+    assert not any(ch in line for ch in ("\x1b", "\x07", "\u202e")), repr(line)

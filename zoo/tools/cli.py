@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, Sequence
 
 from profiling import ProfilingError, failure_context, failure_place
+from profiling.reports import printable
 
 from ..errors import ConfigError
 from .broken_pipe import output_outlives_its_reader
@@ -58,8 +59,9 @@ _TRIED = re.compile(r"(?:tried to allocate|Tried to allocate)\s+([\d.,]+\s*\w+)"
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    """Print ``error: message`` on one line of stderr and exit with ``code``."""
-    print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
+    """Print ``error: message`` on one line of stderr and exit with ``code``; control
+    characters in it (a folder or stage name echoed from a run) are written as escapes."""
+    print(f"error: {printable(' '.join(str(message).split()))}", file=sys.stderr)
     sys.exit(code)
 
 
