@@ -427,19 +427,6 @@ def test_an_output_through_a_looping_link_is_one_line(tmp_path, capsys, monkeypa
     assert outcome.code == 2 and "a symbolic link on the way loops" in outcome.line
 
 
-def test_a_run_is_not_compared_with_itself(tmp_path, capsys, monkeypatch, good_run):
-    """Before: ``zoo.compare RUN RUN`` (or a link to RUN) wrote a table of ratios of 1."""
-    (tmp_path / "link").symlink_to(good_run)
-    for second in (good_run, tmp_path / "link", Path(str(good_run) + "/")):
-        outcome = run_main(lambda: compare.main([str(good_run), str(second), "--out",
-                                                 str(tmp_path / "c.csv")]), [], capsys,
-                           monkeypatch)
-        assert outcome.code == 2
-        assert outcome.line == (f"error: RUN_A and RUN_B are the same folder "
-                                f"({good_run.resolve()}); give two runs to compare")
-    assert not (tmp_path / "c.csv").exists()
-
-
 @pytest.mark.parametrize("out, problem", [
     ("/dev/null", "--out=/dev/null: /dev/null is a device or special file, not a folder"),
     ("file.csv", "is a file, not a folder"),
@@ -512,16 +499,19 @@ def test_collect_replaces_an_existing_table_only_when_asked(good_run, tmp_path, 
         assert outcome.code == 0 and pd.read_csv(out)["stage"].iloc[0] == "stem"
 
 
-def test_a_report_takes_different_runs(good_run, tmp_path, capsys, monkeypatch):
-    """Before: ``zoo.report RUN RUN`` wrote a comparison of a run with itself."""
+@pytest.mark.parametrize("tool", ["compare", "report"])
+def test_a_run_is_not_compared_with_itself(good_run, tmp_path, capsys, monkeypatch, tool):
+    """Before: ``zoo.compare RUN RUN`` (or a link to RUN) wrote a table of ratios of 1, and
+    ``zoo.report RUN RUN`` a page of them."""
     from zoo.tools import report
 
+    main, out = (compare.main, "c.csv") if tool == "compare" else (report.main, "r.html")
+    expected = (f"error: RUN_A and RUN_B are the same folder ({good_run.resolve()}); give two "
+                f"runs to compare" if tool == "compare" else
+                f"error: {good_run.resolve()} is given twice; a comparison takes different runs")
     (tmp_path / "link").symlink_to(good_run)
     for second in (good_run, tmp_path / "link", Path(str(good_run) + "/")):
-        outcome = run_main(lambda: report.main([str(good_run), str(second), "--out",
-                                                str(tmp_path / "r.html")]), [], capsys,
-                           monkeypatch)
-        assert outcome.code == 2
-        assert outcome.line == (f"error: {good_run.resolve()} is given twice; a comparison "
-                                f"takes different runs")
-    assert not (tmp_path / "r.html").exists()
+        outcome = run_main(lambda: main([str(good_run), str(second), "--out",
+                                         str(tmp_path / out)]), [], capsys, monkeypatch)
+        assert outcome.code == 2 and outcome.line == expected
+    assert not (tmp_path / out).exists()
