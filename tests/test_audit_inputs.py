@@ -515,3 +515,21 @@ def test_a_run_is_not_compared_with_itself(good_run, tmp_path, capsys, monkeypat
                                          str(tmp_path / out)]), [], capsys, monkeypatch)
         assert outcome.code == 2 and outcome.line == expected
     assert not (tmp_path / out).exists()
+
+
+@pytest.mark.parametrize("after, problem", [
+    (["~run.seed"], "~run.seed: options cannot be deleted"),
+    (["run.seed=1,2"], "is a sweep; give one value per option"),
+    (["model.in_channels=0.5"], "model.in_channels=0.5 is not accepted"),
+])
+def test_split_reads_overrides_given_after_its_flags(tmp_path, capsys, monkeypatch, after,
+                                                     problem):
+    """Before: ``zoo.split model=swiftnet --meta run.seed=1`` was refused as 'unrecognized
+    arguments: run.seed=1' (argparse stops gathering positionals at a flag)."""
+    from zoo.tools import split
+
+    monkeypatch.chdir(tmp_path)
+    outcome = run_main(lambda: split.main(["model=swiftnet", "--meta", "--depth", "1", *after]),
+                       [], capsys, monkeypatch)
+    assert outcome.code == 2 and problem in outcome.line, outcome
+    assert list(tmp_path.iterdir()) == []

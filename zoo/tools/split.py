@@ -121,7 +121,7 @@ def _check_arguments(args) -> tuple[str, ...]:
 
 
 def _run(argv: Optional[Sequence[str]]) -> None:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_intermixed_args(argv)  # overrides after the flags too
     codecs = _check_arguments(args)
     from profiling.counting import load_ceilings
     from profiling.files import check_replaceable, check_writable, write_folder
