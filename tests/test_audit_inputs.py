@@ -533,3 +533,19 @@ def test_split_reads_overrides_given_after_its_flags(tmp_path, capsys, monkeypat
                        [], capsys, monkeypatch)
     assert outcome.code == 2 and problem in outcome.line, outcome
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, option", [(["--size", "1000000"], "--size"),
+                                          (["--size", "99999999999"], "--size"),
+                                          (["--megabytes", "100000000"], "--megabytes")])
+def test_calibrate_refuses_buffers_larger_than_the_memory(tmp_path, capsys, monkeypatch, argv,
+                                                          option):
+    """Before: the allocation failed (exit 1, 'out of memory ... try a smaller input.size',
+    an option calibrate does not have)."""
+    from zoo.tools import calibrate
+
+    outcome = run_main(lambda: calibrate.main(["--device", "cpu", "--seconds", "0.01", *argv]),
+                       [], capsys, monkeypatch)
+    assert outcome.code == 2
+    assert outcome.line.startswith(f"error: {option}={argv[1]} needs ")
+    assert outcome.line.endswith(f"GiB of cpu memory; give a smaller {option}")

@@ -11,6 +11,7 @@ read by ``profiling.counting.load_ceilings``.
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 from typing import Callable, Optional, Sequence
@@ -85,6 +86,7 @@ def calibrate(device: str = "cpu", dtypes: Sequence[str] = ("float32",),
     on_gpu = target.type == "cuda"
     size = size or (8192 if on_gpu else 1024)
     megabytes = megabytes or (1024 if on_gpu else 64)
+    _check_memory(target, size, megabytes, dtypes)
     peaks = {name: measure_matmul_flops(target, getattr(torch, name), size, seconds)
              for name in dtypes}
     bandwidth = measure_copy_bandwidth(target, megabytes, seconds)
@@ -100,6 +102,24 @@ _DTYPES = ("float64", "float32", "bfloat16", "float16")
 #: Up to an hour per measurement: a sustained rate, not a soak test.
 _SECONDS = as_checker(lambda v: Number(above=0).ok(v) and v <= 3600,
                       "a finite number of seconds > 0 and <= 3600")
+
+
+def _check_memory(device: torch.device, size: int, megabytes: int,
+                  dtypes: Sequence[str]) -> None:
+    """Refuse a ``--size`` or ``--megabytes`` whose buffers exceed the device's memory (three
+    ``size x size`` matrices, two copy buffers), before allocating: bad input, not a failure."""
+    if device.type == "cuda":
+        memory = torch.cuda.mem_get_info(device)[1]
+    else:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    widest = max(getattr(torch, name).itemsize for name in dtypes)
+    needs = {"--size": (3 * size * size * max(widest, 4), f"{size}"),
+             "--megabytes": (2 * megabytes * 2 ** 20, f"{megabytes}")}
+    for option, (needed, given) in needs.items():
+        if needed > memory:
+            raise ConfigError(f"{option}={given} needs {needed / 2 ** 30:,.1f} GiB, over the "
+                              f"{memory / 2 ** 30:,.1f} GiB of {device.type} memory; give a "
+                              f"smaller {option}")
 
 
 def _measurable_device(device: str) -> torch.device:
