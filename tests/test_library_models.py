@@ -95,6 +95,24 @@ def test_fixed_size_models_check_the_size():
         vit.check_input_size((224, 224))
 
 
+@pytest.mark.parametrize("size, fitted", [((128, 128), None), ((520, 960), None),
+                                          ((64, 64), (128, 128)), ((130, 128), (136, 128)),
+                                          ((128, 1), (128, 128)), ((129, 255), (136, 256))])
+def test_raft_takes_multiples_of_8_from_128_or_pads_up(size, fitted):
+    """RAFT's encoders downsample by 8 and its correlation pyramid needs 16 cells at 1/8: a
+    size that does not meet that was a ValueError in the forward (exit 1), now refused up
+    front with the nearest valid size (exit 2), or padded up with input.pad=true."""
+    raft = zoo.create_model("torchvision", arch="raft_small")
+    if fitted is None:
+        assert raft.check_input_size(size) == size
+        return
+    assert raft.check_input_size(size, pad=True) == fitted
+    with pytest.raises(zoo.ConfigError, match=rf"input size {size[0]}x{size[1]} does not fit "
+                       rf"RAFT: .* multiples of 8 and at least 128; nearest valid size above: "
+                       rf"{fitted[0]}x{fitted[1]}"):
+        raft.check_input_size(size)
+
+
 def test_unknown_arch_names_close_matches():
     with pytest.raises(zoo.ConfigError, match="unknown torchvision arch 'resnet5'; closest: "
                                               "resnet50"):

@@ -36,7 +36,8 @@ _CLASSES: dict[tuple[type, ...], type] = {}
 class _LibraryModel(ZooModel):
     """The methods a library model gets. Instance attributes hold its configuration:
     ``in_channels``, ``default_input_size``, ``first_conv`` (the path of the convolution that
-    takes the image) and ``_exact_size`` (the only size it takes, for fixed-size models)."""
+    takes the image), ``_exact_size`` (the only size it takes, for fixed-size models) and
+    ``_size_rule`` (``(multiple, minimum)`` that both sides must meet, or None)."""
 
     @property
     def stage_names(self) -> tuple[str, ...]:
@@ -50,8 +51,11 @@ class _LibraryModel(ZooModel):
 
     def check_input_size(self, size: Sequence[int], *, pad: bool = False) -> tuple[int, int]:
         """Fixed-size models (ViTs built for one image size) take only that size; with
-        ``pad=True`` a smaller size is padded to it."""
+        ``pad=True`` a smaller size is padded to it. Models with a size rule (RAFT: multiples
+        of 8, at least 128) take sizes that meet it; with ``pad=True`` others are padded up."""
         height, width = int(size[0]), int(size[1])
+        if getattr(self, "_size_rule", None) is not None:
+            return self._check_size_rule(height, width, pad)
         exact = self._exact_size
         if exact is None or (height, width) == exact:
             return height, width
@@ -62,15 +66,38 @@ class _LibraryModel(ZooModel):
                           f"for another size through model.arch_options")
 
 
+    def _check_size_rule(self, height: int, width: int, pad: bool) -> tuple[int, int]:
+        multiple, minimum = self._size_rule
+
+        def fitting(n: int) -> int:
+            return max(minimum, -(-n // multiple) * multiple)
+
+        fitted = (fitting(height), fitting(width))
+        if fitted == (height, width):
+            return fitted
+        if pad:
+            return fitted
+        raise ConfigError(f"input size {height}x{width} does not fit {type(self).__name__}: "
+                          f"height and width must be multiples of {multiple} and at least "
+                          f"{minimum}; nearest valid size above: {fitted[0]}x{fitted[1]} "
+                          f"(or set input.pad=true)")
+
+
+#: torchvision packages whose models take only some sizes: (multiple, minimum) of each side.
+#: RAFT's encoders downsample by 8 and its correlation pyramid needs 16 cells at 1/8.
+_TORCHVISION_SIZE_RULES = {"optical_flow": (8, 128)}
+
+
 def as_zoo_model(model: nn.Module, *, in_channels: int, default_input_size: Sequence[int],
                  first_conv: str, exact_size: Optional[Sequence[int]] = None,
-                 inputs: Optional[dict[str, Any]] = None, mixins: tuple[type, ...] = ()
-                 ) -> ZooModel:
+                 inputs: Optional[dict[str, Any]] = None, mixins: tuple[type, ...] = (),
+                 size_rule: Optional[tuple[int, int]] = None) -> ZooModel:
     """Give the library ``model`` the zoo's calling convention, in place, and return it.
 
     ``inputs`` sets what the forward takes: ``input_kind``, ``input_mean``, ``input_std``,
     ``default_frames`` (see :class:`~zoo.base.ZooModel`). ``mixins`` come before the library's
-    class (:class:`~zoo.models.detection_meta.MetaSafeDetector` for detectors).
+    class (:class:`~zoo.models.detection_meta.MetaSafeDetector` for detectors). ``size_rule``:
+    ``(multiple, minimum)`` of each input side, for models that take only such sizes.
     """
     base = type(model)
     cls = _CLASSES.get((*mixins, base))
@@ -83,6 +110,7 @@ def as_zoo_model(model: nn.Module, *, in_channels: int, default_input_size: Sequ
     model.default_input_size = (int(default_input_size[0]), int(default_input_size[1]))
     model.first_conv = first_conv
     model._exact_size = tuple(int(s) for s in exact_size) if exact_size is not None else None
+    model._size_rule = size_rule
     for name, value in (inputs or {}).items():
         setattr(model, name, value)
     return model
@@ -164,7 +192,8 @@ def torchvision_model(*, arch: str = "resnet50", num_classes: Optional[int] = No
     mixins = (MetaSafeDetector,) if inputs["input_kind"] == "image_list" else ()
     return as_zoo_model(model, in_channels=in_channels, first_conv=first_conv,
                         default_input_size=exact or _torchvision_size(weights),
-                        exact_size=exact, inputs=inputs, mixins=mixins)
+                        exact_size=exact, inputs=inputs, mixins=mixins,
+                        size_rule=_TORCHVISION_SIZE_RULES.get(_package(builder)))
 
 
 def _default_weights(arch: str) -> Any:
@@ -188,11 +217,16 @@ _TORCHVISION_KINDS = {"detection": "image_list", "optical_flow": "image_pair", "
 _HALF = (0.5, 0.5, 0.5)
 
 
+def _package(builder: Callable[..., nn.Module]) -> str:
+    """The package of torchvision.models that a builder is in ("detection", ...; "" for
+    classification)."""
+    return builder.__module__.split(".")[2] if builder.__module__.count(".") > 2 else ""
+
+
 def _torchvision_inputs(builder: Callable[..., nn.Module], weights: Any) -> dict[str, Any]:
     """Input kind, normalisation and clip length of a torchvision model, from the package of
     its builder and the preset transform and documentation of its default weights."""
-    package = builder.__module__.split(".")[2] if builder.__module__.count(".") > 2 else ""
-    kind = _TORCHVISION_KINDS.get(package, "image")
+    kind = _TORCHVISION_KINDS.get(_package(builder), "image")
     preset = weights.transforms() if weights is not None else None
     mean, std = getattr(preset, "mean", None), getattr(preset, "std", None)
     if kind == "image_pair":
