@@ -209,7 +209,7 @@ def zoo_case(name: str, overrides: Sequence[str] = ()) -> tuple[torch.nn.Module,
     """A zoo model on CUDA as ``python -m zoo.profile`` builds it, with its inputs and attached
     stages."""
     from zoo.tools.job import prepare
-    from zoo.tools.cli import compose_config
+    from zoo.tools.composition import compose_config
 
     cfg = compose_config([f"model={name}", "device=cuda", *overrides])
     model, inputs, attach, _ = prepare(cfg, torch.device("cuda"))

@@ -26,7 +26,7 @@ from profiling.stages.payload import payload_bytes, walk_payload
 from profiling.reports.metadata import device_description
 from profiling.stages import call_model
 from zoo.tools.job import prepare
-from zoo.tools.cli import compose_config
+from zoo.tools.composition import compose_config
 
 MODELS = ("faster_rcnn", "gmflow", "gmflow_refine", "gmflow_unet", "swiftnet", "swin_unet")
 VARIANTS = {"float32": [], "bfloat16": ["run.dtype=bfloat16"],

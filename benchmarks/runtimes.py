@@ -30,7 +30,7 @@ import torch
 from profiling.runtimes import default_cache_folder, profile_runtime
 from profiling.runtimes.backends import make_backend
 from profiling.runtimes.parts import tensor_feeds
-from zoo.tools.cli import compose_config
+from zoo.tools.composition import compose_config
 from zoo.tools.job import prepare_job
 
 MODELS = {"resnet18": ["model=torchvision", "model.arch=resnet18", "input.size=[224,224]"],

@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 
 from profiling.reports.comparison import FORWARD, format_comparison
-from profiling.reports import read_run
 from profiling.statistics.paired import is_change, paired_significance
 from zoo.tools.ab_compare import run_ab
 from zoo.errors import ConfigError

@@ -17,7 +17,7 @@ META = ["model=swiftnet", "device=meta", "input.size=[64,64]", "summary=false"]
 @pytest.fixture(scope="module")
 def good_run(tmp_path_factory):
     from zoo.tools.job import run_profile
-    from zoo.tools.cli import compose_config
+    from zoo.tools.composition import compose_config
 
     folder = tmp_path_factory.mktemp("runs") / "good"
     run_profile(compose_config(META), folder, print_summary=False)

@@ -28,7 +28,7 @@ from zoo.checkpoints import load_checkpoint, read_state_dict
 from zoo.errors import ConfigError
 from zoo.images import resolve_image_files
 from zoo.tools import collect, compare
-from zoo.tools.cli import check_overrides
+from zoo.tools.composition import check_overrides
 from zoo.tools.profile import _first_new_folder, _remove_empty_folders
 from zoo.tools.profile import main as profile_main
 

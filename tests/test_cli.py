@@ -13,7 +13,7 @@ import zoo
 from cli_runner import run_main
 from zoo.tools.job import run_profile
 from zoo.tools.profile import main
-from zoo.tools.cli import check_overrides, compose_config
+from zoo.tools.composition import check_overrides, compose_config
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ["model=faster_rcnn", "model.min_size=64", "model.max_size=64", "input.size=[64,64]",

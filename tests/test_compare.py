@@ -9,7 +9,7 @@ import pytest
 
 from profiling.reports.comparison import compare_stages, config_differences
 from zoo.tools.job import run_profile
-from zoo.tools.cli import compose_config
+from zoo.tools.composition import compose_config
 
 FAST = ["model=torchvision", "model.arch=resnet18", "input.size=[32,32]", "run.warmup=0",
         "run.repeats=1"]

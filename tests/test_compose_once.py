@@ -10,7 +10,7 @@ import pytest
 import zoo.options
 from tests.cli_runner import run_main
 from zoo.tools import ab_compare, changed_options
-from zoo.tools import cli as tool_cli
+from zoo.tools import composition as tool_cli
 from zoo.tools.profile import main as profile_main
 
 RUN = ["model=swiftnet", "device=meta", "input.size=[64,128]"]

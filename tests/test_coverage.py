@@ -13,7 +13,7 @@ import torch
 from profiling import profile_model
 from tests.test_iterated_containers import Iterated
 from zoo.tools.job import run_profile
-from zoo.tools.cli import compose_config
+from zoo.tools.composition import compose_config
 
 #: The MACs of Iterated's unattached parts at 5 rows: stem 8->16 and neck 16->16 (the blocks
 #: and head.0 are staged).

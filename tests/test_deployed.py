@@ -28,7 +28,7 @@ from profiling.stages.payload import iter_leaves
 from profiling.reports.layers_table import layers_table
 from profiling.runner.passes import profile_model
 from zoo.tools.job import prepare
-from zoo.tools.cli import compose_config
+from zoo.tools.composition import compose_config
 
 #: Each model at a small size: the overrides of its runs.
 CASES = {

@@ -11,10 +11,9 @@ import pandas as pd
 import pytest
 import torch
 
-from profiling.stages.payload import iter_leaves
 from profiling.stages import call_model
 from zoo.tools.job import prepare, run_profile
-from zoo.tools.cli import compose_config
+from zoo.tools.composition import compose_config
 from zoo.deploy import Deployment, roofline_dtype
 from zoo.errors import ConfigError
 

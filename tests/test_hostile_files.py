@@ -16,7 +16,7 @@ from profiling.counting.roofline import load_ceilings
 from profiling.files import read_json, read_yaml
 from zoo.errors import ConfigError
 from zoo.tools import collect, compare, plot
-from zoo.tools import cli as tool_cli
+from zoo.tools import composition as tool_cli
 from zoo.tools.experiment_files import check_experiment_file
 from zoo.tools.profile import main as profile_main
 
@@ -111,7 +111,7 @@ def test_the_profile_tool_refuses_a_hostile_experiment_before_hydra_reads_it(
 @pytest.fixture(scope="module")
 def timed_run(tmp_path_factory):
     """A finished CPU run with times.csv and layers.csv, to copy and break."""
-    from zoo.tools.cli import compose_config
+    from zoo.tools.composition import compose_config
     from zoo.tools.job import run_profile
 
     folder = tmp_path_factory.mktemp("runs") / "good"

@@ -45,7 +45,7 @@ def test_device_meta_int8_run_gives_the_view_and_torch_int8_elsewhere_is_refused
     import pytest
 
     from zoo import ConfigError
-    from zoo.tools.cli import compose_config
+    from zoo.tools.composition import compose_config
     from zoo.tools.job import run_profile
 
     base = ["model=swiftnet", "input.size=[64,64]", "summary=false"]

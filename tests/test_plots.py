@@ -96,7 +96,7 @@ def test_split_latency_plot():
 @pytest.mark.slow
 def test_plots_true_in_a_run(tmp_path):
     from zoo.tools.job import run_profile
-    from zoo.tools.cli import compose_config
+    from zoo.tools.composition import compose_config
     from zoo.tools.plot import main
 
     cfg = compose_config(["model=torchvision", "model.arch=resnet18", "input.size=[32,32]",

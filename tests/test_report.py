@@ -156,7 +156,7 @@ def test_options_that_differ_from_the_defaults_head_the_page(runs):
 
 def test_report_true_writes_the_page_with_the_run(tmp_path):
     from zoo.tools.job import run_profile
-    from zoo.tools.cli import compose_config
+    from zoo.tools.composition import compose_config
 
     run = run_profile(compose_config(["model=swiftnet", "device=meta", "input.size=[64,128]",
                                       "report=true"]), tmp_path / "run", print_summary=False)

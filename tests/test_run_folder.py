@@ -11,7 +11,7 @@ import zoo
 from profiling import ProfilingError, profile_model, stage, write_run
 from profiling.reports.run_folder import run_files
 from zoo.tools.job import run_profile
-from zoo.tools.cli import compose_config
+from zoo.tools.composition import compose_config
 
 META = ["model=swiftnet", "device=meta", "input.size=[64,128]", "summary=false"]
 

@@ -69,7 +69,7 @@ def test_a_blocked_runtime_package_is_refused_by_the_library_before_any_export(
 
 def test_a_broken_runtime_is_refused_by_the_app_before_the_model_is_built(
         tmp_path, monkeypatch):
-    from zoo.tools.cli import compose_config
+    from zoo.tools.composition import compose_config
     from zoo.tools.job import run_profile
 
     _broken_package(tmp_path, monkeypatch, "onnxruntime")

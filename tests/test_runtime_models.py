@@ -31,7 +31,7 @@ def export_cache(tmp_path_factory):
 
 
 def _run(overrides, folder):
-    from zoo.tools.cli import compose_config
+    from zoo.tools.composition import compose_config
     from zoo.tools.job import run_profile
 
     cfg = compose_config([*overrides, "run.warmup=1", "run.repeats=2", "summary=false"])

@@ -193,7 +193,7 @@ def test_int8_run_quantises_the_boundaries_to_one_byte_per_element(runtime, tmp_
 def test_runtime_combinations_that_cannot_run_are_one_line_refusals(overrides, message,
                                                                     tmp_path):
     from zoo.tools.job import run_profile
-    from zoo.tools.cli import compose_config
+    from zoo.tools.composition import compose_config
     from zoo.errors import ConfigError
 
     cfg = compose_config(["model=swiftnet", "input.size=[32,32]", *overrides])
@@ -204,7 +204,7 @@ def test_runtime_combinations_that_cannot_run_are_one_line_refusals(overrides, m
 
 def test_an_unknown_runtime_and_a_missing_extra_are_refused(monkeypatch, tmp_path):
     from profiling.errors import MissingExtra
-    from zoo.tools.cli import check_overrides, compose_config
+    from zoo.tools.composition import check_overrides, compose_config
     from zoo.tools.job import run_profile
 
     assert "accepted: one of torch, onnxruntime, openvino" in check_overrides(
@@ -365,7 +365,7 @@ def test_an_export_is_cached_by_model_options_and_input_shape(monkeypatch, tmp_p
 
 def test_trace_with_a_runtime_is_a_one_line_refusal(tmp_path):
     from zoo.errors import ConfigError
-    from zoo.tools.cli import compose_config
+    from zoo.tools.composition import compose_config
     from zoo.tools.job import run_profile
 
     cfg = compose_config(["model=swiftnet", "input.size=[32,32]", "run.runtime=onnxruntime",
@@ -378,7 +378,7 @@ def test_trace_with_a_runtime_is_a_one_line_refusal(tmp_path):
 @needs_onnxruntime
 @pytest.mark.slow
 def test_compare_a_torch_run_with_a_runtime_run(tmp_path, monkeypatch, capsys):
-    from zoo.tools.cli import compose_config
+    from zoo.tools.composition import compose_config
     from zoo.tools.compare import main
     from zoo.tools.job import run_profile
 

@@ -8,7 +8,7 @@ import torch
 from profiling.runner import analyse_cuts
 from profiling.split import cut_table
 from zoo.tools.job import prepare
-from zoo.tools.cli import compose_config
+from zoo.tools.composition import compose_config
 
 
 def _table(overrides: list[str], device: str, **options):

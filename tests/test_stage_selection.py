@@ -8,7 +8,7 @@ import torch
 import zoo
 from profiling.runner.passes import profile_model
 from zoo.tools.job import prepare
-from zoo.tools.cli import compose_config
+from zoo.tools.composition import compose_config
 
 #: ResNet-18 at 64x64: a basic block of layer1 is two 3x3 convolutions, 64 -> 64, at 16x16.
 LAYER1_BLOCK_MACS = 2 * 16 * 16 * 64 * 64 * 3 * 3
@@ -81,7 +81,7 @@ def test_bad_stage_options_are_one_line(options, message):
 
 
 def test_every_model_config_declares_the_stage_options():
-    from zoo.tools.cli import CONFIG_DIR
+    from zoo.tools.composition import CONFIG_DIR
 
     for path in sorted((CONFIG_DIR / "model").glob("*.yaml")):
         text = path.read_text()

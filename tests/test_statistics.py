@@ -180,7 +180,7 @@ def test_two_transformer_layers_make_gmflows_transformer_significantly_faster(tm
     from profiling.reports.comparison import compare_runs
     from profiling.reports import read_run
     from zoo.tools.job import run_profile
-    from zoo.tools.cli import compose_config
+    from zoo.tools.composition import compose_config
 
     common = ["model=gmflow", "input.size=[128,192]", "run.warmup=1", "run.repeats=7",
               "collectors=[payload,cpu_time]"]
@@ -205,7 +205,7 @@ def test_two_transformer_layers_make_gmflows_transformer_significantly_faster(tm
 ])
 def test_auto_repeat_options_are_typed(override, message):
     from zoo.tools.job import run_repeats
-    from zoo.tools.cli import check_composed, compose_config
+    from zoo.tools.composition import check_composed, compose_config
     from zoo.errors import ConfigError
 
     with pytest.raises(ConfigError) as error:

@@ -17,7 +17,7 @@ import torchvision
 from profiling.stages.payload import iter_tensors
 from profiling.runner.passes import profile_model
 from zoo.tools.job import prepare
-from zoo.tools.cli import compose_config
+from zoo.tools.composition import compose_config
 
 #: Builders left out, with the reason; pytest -ra prints them as skips. The goal is empty, and
 #: docs/inputs.md lists the same.

@@ -49,7 +49,7 @@ def test_trace_names_marked_and_attached_stages():
 @pytest.mark.slow
 def test_trace_true_in_a_run(tmp_path):
     from zoo.tools.job import run_profile
-    from zoo.tools.cli import compose_config
+    from zoo.tools.composition import compose_config
 
     cfg = compose_config(["model=torchvision", "model.arch=resnet18", "input.size=[32,32]",
                           "run.warmup=0", "run.repeats=1", "trace=true"])

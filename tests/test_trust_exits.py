@@ -12,7 +12,7 @@ import zoo
 from cli_runner import run_main
 from zoo.tools import calibrate, collect, compare, split
 from zoo.tools import job
-from zoo.tools.cli import compose_config
+from zoo.tools.composition import compose_config
 from zoo.tools.profile import main
 
 META = ["device=meta", "summary=false", "input.size=[32,32]"]

@@ -13,7 +13,7 @@ from cli_runner import run_main
 from profiling.errors import ProfilingError
 from profiling.files import MARKER, write_file, write_folder
 from zoo.tools import job
-from zoo.tools.cli import CONFIG_DIR, check_overrides
+from zoo.tools.composition import CONFIG_DIR, check_overrides
 from zoo.errors import ConfigError
 from zoo.tools.profile import main
 from zoo.user_values import check_yaml_booleans

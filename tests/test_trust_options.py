@@ -12,7 +12,7 @@ import zoo
 from cli_runner import run_main
 from zoo.tools import split
 from zoo.tools.job import build_model, run_profile
-from zoo.tools.cli import CONFIG_DIR, check_overrides, compose_config
+from zoo.tools.composition import CONFIG_DIR, check_overrides, compose_config
 from zoo.errors import ConfigError
 from zoo.options import NULL_DEFAULT_OPTIONS, Anything, checker_for_annotation, \
     model_option_checker

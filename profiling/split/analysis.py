@@ -27,7 +27,6 @@ import pandas as pd
 from .cuts import Cut
 from .encodings import SIZE_ENCODINGS
 from ..counting.roofline import Ceilings, roofline_seconds
-from .latency import best_cuts, split_latency, top_level_times
 
 __all__ = ["SplitAnalysis", "cut_table", "pareto_front", "DEFAULT_CODECS"]
 

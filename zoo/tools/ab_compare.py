@@ -24,7 +24,7 @@ from profiling.runner import with_more_repeats
 from profiling.statistics import AB_MIN_CHANGE, machine_state, noise_report
 
 from .job import ProfileJob, prepare_job, write_job
-from .cli import checked_config
+from .composition import checked_config
 from ..errors import ConfigError
 from .progress import ForwardProgress
 from .resolvers import run_stamp

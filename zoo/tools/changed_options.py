@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from omegaconf import OmegaConf
 
-from .cli import CONFIG_GROUPS, compose_config
+from .composition import CONFIG_GROUPS, compose_config
 
 __all__ = ["changed_options", "options_line"]
 

@@ -20,7 +20,7 @@ from profiling.runner import ProfileResult, check_run_options, profile_model
 from profiling.stages import iter_tensors
 from profiling.statistics import AutoRepeats, noise_line
 
-from .cli import check_composed, command_line_overrides
+from .composition import check_composed, command_line_overrides
 from ..deploy import TF32_NOTE, Deployment, roofline_dtype
 from ..errors import ConfigError
 from ..image_files import MAX_PIXELS
@@ -253,7 +253,7 @@ class ProfileJob:
 def prepare_job(cfg: DictConfig, *, checked: bool = False) -> ProfileJob:
     """Check every option of ``cfg``, then build the model and its inputs (nothing written).
 
-    ``checked``: ``cfg`` was checked already (:func:`~zoo.tools.cli.checked_config`, or the
+    ``checked``: ``cfg`` was checked already (:func:`~zoo.tools.composition.checked_config`, or the
     command line before Hydra composed it again), and is not checked twice."""
     if not checked:
         check_composed(cfg)

@@ -18,8 +18,8 @@ from typing import Optional, Sequence
 
 from profiling import require_extra
 
-from .cli import (CONFIG_DIR, checked_configs, config_key, exit_with, fail, hydra_value,
-                  raise_if_interrupted, run_tool)
+from .cli import exit_with, fail, raise_if_interrupted, run_tool
+from .composition import CONFIG_DIR, checked_configs, config_key, hydra_value
 from ..errors import ConfigError
 from .resolvers import register_resolvers
 
@@ -80,7 +80,7 @@ def _remove_empty_folders(top: Optional[Path]) -> None:
 
 def _job(cfg, checked: frozenset) -> None:
     """Run the job Hydra composed; ``checked``: the configs checked before Hydra started
-    (:func:`~zoo.tools.cli.config_key`), which are not checked again."""
+    (:func:`~zoo.tools.composition.config_key`), which are not checked again."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 

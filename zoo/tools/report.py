@@ -16,7 +16,8 @@ from typing import Any, Mapping, Optional, Sequence
 from profiling import ProfilingError, require_extra
 from profiling.reports import MIN_CHANGE, RunRecord
 
-from .cli import ArgumentParser, compose_config, run_tool
+from .cli import ArgumentParser, run_tool
+from .composition import compose_config
 
 __all__ = ["main", "model_defaults", "check_report_support"]
 

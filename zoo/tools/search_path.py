@@ -8,7 +8,7 @@ experiment from a user's folder goes through the checks of a shipped one
 the app's groups (``experiment/``, ``model/``, ``device/``, ``input/``), never Hydra's own
 (``hydra/``: launchers, logging, callbacks), and after composing, :func:`check_hydra_settings`
 makes sure that no file from such a folder changed the Hydra settings that name code. The
-tools' override checks (:func:`~.cli.check_overrides`) run these.
+tools' override checks (:func:`~.composition.check_overrides`) run these.
 """
 
 from __future__ import annotations

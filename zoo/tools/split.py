@@ -25,7 +25,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from .cli import ArgumentParser, checked_config, run_tool
+from .cli import ArgumentParser, run_tool
+from .composition import checked_config
 from ..errors import ConfigError
 from .resolvers import model_label, run_stamp
 
@@ -89,7 +90,7 @@ def split_config(device: Any, server: Any, overrides: Sequence[str]):
             raise ConfigError(f"the device and server runs differ in {key} ({first} vs "
                               f"{second}); profile the same model and input on both")
     if runs:
-        from .cli import check_composed
+        from .composition import check_composed
 
         config = OmegaConf.create(runs[0].config)
         check_composed(config)  # a hand-edited meta.json holds plain values too

@@ -59,7 +59,7 @@ def summarise_sweep(sweep_dir: Path, file_name: str = "summary.csv") -> SweepOut
 
 def _job_count(config: DictConfig) -> Optional[int]:
     """How many jobs the basic sweeper will launch (``None`` for other sweepers)."""
-    from .cli import command_line_overrides
+    from .composition import command_line_overrides
 
     if "BasicSweeper" not in str(OmegaConf.select(config, "hydra.sweeper._target_")):
         return None
@@ -127,7 +127,7 @@ def check_job_folders(overrides: Sequence[str]) -> None:
     starts: each job's folder is resolved as the basic launcher resolves it."""
     from omegaconf import open_dict
 
-    from .cli import compose_config
+    from .composition import compose_config
     from ..errors import ConfigError
 
     seen: dict[str, int] = {}
@@ -172,7 +172,7 @@ class SweepSummary(Callback):
             return
         from profiling.reports import write_failure
 
-        from .cli import command_line_overrides
+        from .composition import command_line_overrides
 
         error = job_return._return_value
         task = {k: v for k, v in OmegaConf.to_container(config, resolve=False).items()
