@@ -4,6 +4,7 @@ wheel that carries its configs and sample images but no results or test data."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import zipfile
@@ -38,6 +39,18 @@ def test_stagezoo_passes_the_rest_of_the_line_to_the_tool(capsys, monkeypatch):
     outcome = run_main(lambda: main(["plot", "--help"]), [], capsys, monkeypatch)
     assert outcome.code == 0
     assert "PNG plots of a run or a split analysis." in outcome.stdout
+
+
+@pytest.mark.parametrize("tool", ["split", "compare", "collect", "plot", "calibrate", "report"])
+def test_a_usage_error_names_the_tool_as_it_was_called(tool, capsys, monkeypatch):
+    from zoo.__main__ import main
+
+    outcome = run_main(lambda: main([tool, "--no-such-flag"]), [], capsys, monkeypatch)
+    assert outcome.code == 2
+    assert outcome.stderr.strip().endswith(f"(see stagezoo {tool} --help)"), outcome.stderr
+    direct = run_main(importlib.import_module(f"zoo.{tool}").main, ["--no-such-flag"], capsys,
+                      monkeypatch, program=f"/somewhere/zoo/{tool}.py")
+    assert direct.stderr.strip().endswith(f"(see python -m zoo.{tool} --help)"), direct.stderr
 
 
 @pytest.mark.parametrize("tool", ["profile", "split", "compare", "collect", "plot", "calibrate"])

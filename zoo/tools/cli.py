@@ -51,7 +51,12 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
 
 class ArgumentParser(argparse.ArgumentParser):
     """``argparse`` whose usage errors are one ``ConfigError`` line (exit 2), not a usage
-    block."""
+    block. Its usage and hints name the tool as it was called: ``stagezoo compare`` when the
+    ``stagezoo`` command ran it, else ``prog`` (``python -m zoo.compare``)."""
+
+    def __init__(self, *args: Any, prog: Optional[str] = None, **kwargs: Any) -> None:
+        called = sys.argv[0] if sys.argv and sys.argv[0].startswith("stagezoo ") else None
+        super().__init__(*args, prog=called or prog, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise ConfigError(f"{message} (see {self.prog} --help)")
