@@ -3,11 +3,12 @@ the defaults at the top, the files written at the end, a resized image, emulated
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import zoo.deploy
 from tests.cli_runner import run_main
-from zoo.deploy import BF16_EMULATED_NOTE, Deployment
+from zoo.deploy import Deployment, half_emulated_note
 from zoo.profile import main as profile_main
 from zoo.tools.changed_options import changed_options, options_line
 
@@ -40,24 +41,44 @@ def test_a_profile_echoes_its_options_lists_its_files_and_says_an_image_was_resi
             "input.size=[400,600] (input.pad=true if the model needs a multiple)") in lines
 
 
-def test_bfloat16_on_a_cpu_without_it_says_it_will_be_slower(monkeypatch):
-    bf16 = Deployment(dtype="bfloat16")
-    monkeypatch.setattr(zoo.deploy, "cpu_has_native_bf16", lambda: False)
-    assert bf16.warnings(torch.device("cpu")) == [BF16_EMULATED_NOTE]
-    assert "will be slower than float32 here" in BF16_EMULATED_NOTE
-    assert bf16.warnings(torch.device("meta")) == []
+@pytest.mark.parametrize("dtype, flag", [("bfloat16", "avx512_bf16"), ("bfloat16", "bf16"),
+                                         ("float16", "avx512_fp16"), ("float16", "asimdhp")])
+def test_half_types_on_a_cpu_without_them_say_they_will_be_slower(dtype, flag, monkeypatch):
+    half = Deployment(dtype=dtype)
+    flags = {"avx2", "fma"}
+    monkeypatch.setattr("builtins.open", _cpuinfo(lambda: flags))
+    note = half_emulated_note(dtype)
+    assert half.warnings(torch.device("cpu")) == [note]
+    assert f"run.dtype={dtype}: this CPU has no native {dtype}" in note
+    assert "will be slower than float32 here" in note and flag in note
+    assert half.warnings(torch.device("meta")) == []
     assert Deployment().warnings(torch.device("cpu")) == []
-    monkeypatch.setattr(zoo.deploy, "cpu_has_native_bf16", lambda: True)
-    assert bf16.warnings(torch.device("cpu")) == []
+    assert Deployment(dtype=dtype, autocast=True).warnings(torch.device("cpu")) == [note]
+    flags.add(flag)
+    assert half.warnings(torch.device("cpu")) == []
+
+
+def _cpuinfo(flags):
+    """``open`` that answers /proc/cpuinfo with one 'flags' line of ``flags()``."""
+    import builtins
+    import io
+
+    real_open = builtins.open
+
+    def fake_open(path, *args, **kwargs):
+        if str(path) == "/proc/cpuinfo":
+            return io.StringIO(f"flags\t\t: {' '.join(sorted(flags()))}\n")
+        return real_open(path, *args, **kwargs)
+    return fake_open
 
 
 def test_the_bfloat16_line_comes_before_the_run(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(zoo.deploy, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(zoo.deploy, "cpu_has_native", lambda dtype: False)
     outcome = run_main(profile_main, ["model=swiftnet", "input.size=[64,64]", "run.warmup=0",
                                       "run.repeats=1", "run.dtype=bfloat16",
                                       f"hydra.run.dir={tmp_path / 'run'}"],
                        capsys, monkeypatch)
     assert outcome.code == 0, outcome.stderr
     lines = outcome.stdout.splitlines()
-    assert lines[1] == f"note: {BF16_EMULATED_NOTE}"
+    assert lines[1] == f"note: {half_emulated_note('bfloat16')}"
     assert lines[2].startswith("stage ")
