@@ -41,3 +41,20 @@ def test_a_stage_of_zero_bytes_gets_a_mark_on_the_axis():
 
     assert marked(stages) > 30
     assert marked(stages.assign(out_bytes=[4_000_000, 5, 1_000])) == 0
+
+
+@pytest.mark.parametrize("low, high", [(1.9, 48.0), (3e9, 9e10), (0.2, 0.9)])
+def test_log_axes_label_in_between_ticks_as_plain_numbers(low, high):
+    """A log axis of a decade or two labels some in-between ticks; written as 3 x 10^0 they ran
+    into each other on the roofline's intensity axis."""
+    from matplotlib.figure import Figure
+
+    from profiling.reports.plots import _log_axes
+
+    axes = Figure().add_subplot()
+    _log_axes(axes)
+    axes.set_xlim(low, high)
+    axes.figure.canvas.draw()
+    minor = [t.get_text() for t in axes.xaxis.get_minorticklabels() if t.get_text()]
+    assert minor, "no in-between tick labelled"
+    assert not any("times" in text or "^" in text for text in minor), minor

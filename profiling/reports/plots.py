@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import LogFormatter
 
 from ..counting.roofline import stage_points
 from ..statistics.aggregate import shown_calls, time_column
@@ -71,6 +72,16 @@ def _log_if_wide(axes, values, axis: str = "y") -> bool:
 def _legend_outside(axes: Any) -> None:
     """The legend right of the plot, where no bar or line can hide under it."""
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+
+
+def _log_axes(axes: Any) -> None:
+    """Both axes logarithmic; the in-between ticks that matplotlib labels (on an axis of a
+    decade or two) are written as plain numbers (``3``, ``40``), not ``3 x 10^0``, whose width
+    made neighbours run into each other."""
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    for axis in (axes.xaxis, axes.yaxis):
+        axis.set_minor_formatter(LogFormatter(labelOnlyBase=False))
 
 
 def _png(figure: Figure) -> bytes:
@@ -289,8 +300,7 @@ def plot_roofline(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
                                         ceilings.ridge_point(dtype) * 4)), 200)
         axes.plot(span, attainable_flops(span, ceilings, dtype), "k-",
                   label=f"roofline {plot_label(ceilings.name)} ({dtype})")
-    axes.set_xscale("log")
-    axes.set_yscale("log")
+    _log_axes(axes)
     axes.set_xlabel("arithmetic intensity (FLOP / byte read or written)")
     axes.set_ylabel(f"achieved FLOP/s ({time.split('_')[0].upper()} time)")
     axes.set_title("Roofline of the stages (numbers: every stage call, listed right)")
@@ -379,8 +389,7 @@ def plot_split_latency(latency: pd.DataFrame, encodings: Optional[Sequence[str]]
         best = table.groupby("bandwidth_mbit")["latency_ms"].min()
         axes.plot(best.index, best.to_numpy(), color="0.2", linewidth=7, alpha=0.22,
                   solid_capstyle="round", zorder=1, label="best cut (grey band, under the lines)")
-        axes.set_xscale("log")
-        axes.set_yscale("log")
+        _log_axes(axes)
         axes.set_xlabel("bandwidth (Mbit/s)")
         axes.set_ylabel("end-to-end latency (ms)")
         axes.set_title(f"Split latency, {encoding} payload")
