@@ -165,3 +165,16 @@ def test_significance_is_withheld_when_a_machine_was_loaded(tmp_path):
     assert any(line.startswith("significance withheld") for line in
                format_comparison(table, a, b).splitlines())
     assert compare_runs(a, b, loaded=True)["significant"].all()
+
+
+@pytest.mark.parametrize("time, floor", [("cpu_time_ms_median", True),
+                                         ("cuda_time_ms_median", False), ("", False)])
+def test_the_legends_say_the_rule_the_marks_use(time, floor):
+    """A CPU change under 1 ms is never marked (a -43% change of a 1.7 ms stage was 'no'
+    while the legend named only the interval and the 25%): the rule says so."""
+    from profiling.reports import significance_rule
+
+    table = pd.DataFrame({"min_change": [0.3]})
+    rule = significance_rule(table, time)
+    assert rule.startswith("the ") and "excludes 1" in rule and "at least 30%" in rule
+    assert ("1 ms of CPU time" in rule) == floor

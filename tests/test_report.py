@@ -179,3 +179,19 @@ def read_run_like(config: dict):
     from types import SimpleNamespace
 
     return SimpleNamespace(meta={}, config=config, overrides=[])
+
+
+def test_the_ratio_chart_gives_every_stage_call_a_labelled_row(runs):
+    """A merge once swallowed the chart's margins into a comment: plotly's default margins
+    then left a blank band over the rows and squeezed them until every other name was hidden."""
+    pytest.importorskip("plotly")
+    from profiling.reports.comparison import compare_runs
+    from profiling.reports.html.compare_page import _ratio_figure
+
+    table = compare_runs(runs["a"], runs["b"], loaded=True)
+    figure = _ratio_figure({"B": table}, "cpu_time_ms_median")
+    rows = len(figure.data[0].y)
+    assert rows == len(table[table["present"] == "both"].dropna(subset=["time_ratio"]))
+    assert figure.layout.height == 120 + 22 * rows
+    assert (figure.layout.margin.t, figure.layout.margin.b) == (30, 50)
+    assert (figure.layout.yaxis.tickmode, figure.layout.yaxis.dtick) == ("linear", 1)

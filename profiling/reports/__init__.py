@@ -30,6 +30,7 @@ _EXPORTS = {
     "change_threshold": "comparison", "withheld_reason": "comparison",
     "config_differences": "comparison", "format_comparison": "comparison",
     "MIN_CHANGE": "comparison", "MIN_CPU_DIFFERENCE_MS": "comparison", "FORWARD": "comparison",
+    "significance_rule": "comparison",
     "format_summary": "summary", "RunTotals": "summary", "run_totals": "summary",
     "WIDE_INTERVAL": "summary", "OWN_METRICS": "summary",
     "extra_metrics": "summary",

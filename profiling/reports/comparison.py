@@ -36,7 +36,7 @@ from .summary import extra_metrics
 __all__ = ["PAYLOAD_COLUMNS", "compared_columns", "compare_stages",
            "compare_runs", "compare_paired_runs", "add_significance", "forward_comparison",
            "change_threshold", "withheld_reason", "config_differences", "format_comparison",
-           "MIN_CHANGE", "MIN_CPU_DIFFERENCE_MS", "FORWARD"]
+           "MIN_CHANGE", "MIN_CPU_DIFFERENCE_MS", "FORWARD", "significance_rule"]
 
 #: The smallest change of a time that :func:`compare_runs` calls significant (relative).
 MIN_CHANGE = 0.25
@@ -196,17 +196,27 @@ def format_comparison(table: pd.DataFrame, a: Run, b: Run, *,
             line += right_aligned(_transition(row[f'{metric}_a'], row[f'{metric}_b'], scale),
                                   EXACT)
         lines.append(line)
-    if "min_change" in table and len(table):
-        min_change = float(table["min_change"].iloc[0])
-    if "confidence" in table and len(table):
-        rule = AB_RULE.format(confidence=f"{float(table['confidence'].iloc[0]):.2%}",
-                              min_change=f"{min_change:.0%}")
-    else:
-        rule = (f"* significant: the {RATIO_CI_METHOD} B/A excludes 1 and the change is at "
-                f"least {min_change:.0%} (--min-change, or a run's forward CV where larger)")
+    rule = "* significant: " + significance_rule(table, time or "", min_change)
     lines += textwrap.wrap(f"({rule}; a change in parentheses is within the noise. Payload, "
                            f"memory peaks and GFLOPs are exact; MB: 1e6 bytes)", 119)
     return "\n".join(lines)
+
+
+def significance_rule(table: pd.DataFrame, time: str, min_change: float = MIN_CHANGE) -> str:
+    """The rule by which ``table``'s ``significant`` column was set, in words, for every
+    legend that explains the marks (the terminal's and the HTML page's), so that the legend
+    and the marks use one rule. ``time``: the compared time column (``cpu_time_ms_median``,
+    ...); ``min_change`` unless the table records its own."""
+    if "min_change" in table and len(table):
+        min_change = float(table["min_change"].iloc[0])
+    if "confidence" in table and len(table):
+        return AB_RULE.format(confidence=f"{float(table['confidence'].iloc[0]):.2%}",
+                              min_change=f"{min_change:.0%}").removeprefix("* significant: ")
+    rule = (f"the {RATIO_CI_METHOD} B/A excludes 1 and the change is at least "
+            f"{min_change:.0%} (--min-change, or a run's forward CV where larger)")
+    if time.startswith("cpu_time_ms"):
+        rule += f" and {MIN_CPU_DIFFERENCE_MS:g} ms of CPU time (a scheduler time slice)"
+    return rule
 
 
 def _ci_label(table: pd.DataFrame) -> str:

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from ...errors import ProfilingError
-from ..comparison import FORWARD, MIN_CHANGE, compare_runs, config_differences
+from ..comparison import (FORWARD, MIN_CHANGE, compare_runs, config_differences,
+                          significance_rule)
 from ..labels import printable
 from ..record import Run, RunRecord, as_record
 from .formatting import chart_labels, indent, significant, stage_key, stage_label
@@ -93,9 +94,11 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
     count = max(len(labels or []), 1)
     figure.add_vline(x=1.0, line_dash="dot", line_color="#111")
     figure.update_layout(
-        height=120 + 18 * count,  # a row per stage call, every name shown margin={"t": 30, "l": 10, "r": 10, "b": 50},
+        height=120 + 22 * count,  # a row per stage call, every name shown
+        margin={"t": 30, "l": 10, "r": 10, "b": 50},
         xaxis={"type": "log", "title": {"text": f"time ratio to A ({metric}), 95% interval"}},
-        yaxis={"autorange": "reversed", "automargin": True, "type": "category"},
+        yaxis={"autorange": "reversed", "automargin": True, "type": "category",
+               "tickmode": "linear", "dtick": 1},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
     return figure
 
@@ -173,17 +176,17 @@ def comparison_page(runs: Sequence[Run], *, min_change: float = MIN_CHANGE,
     withheld = {t["withheld"].iloc[0] for t in tables.values()
                 if "withheld" in t and len(t) and t["withheld"].iloc[0]}
     page.warnings = [f"significance withheld: {w}" for w in sorted(withheld)]
-    threshold = max(float(t["min_change"].iloc[0]) for t in tables.values()
-                    if "min_change" in t and len(t)) if metric else min_change
     if metric:
+        strictest = max(tables.values(), key=lambda t: float(t["min_change"].iloc[0])
+                        if "min_change" in t and len(t) else min_change)
         page.charts["ratios"] = _ratio_figure(tables, metric)
         page.sections.append(Section(
             "Time ratios", chart_placeholder("ratios"), anchor="ratios",
             note=f"Each stage call's median time in a run over its median time in A, with the "
                  f"95% interval of the ratio (percentile bootstrap over both runs' repeats). "
-                 f"Filled red diamonds are significant: the interval excludes 1 and the change "
-                 f"is at least {threshold:.0%} (the test of python -m zoo.compare); hollow "
-                 f"circles are within the noise."))
+                 f"Filled red diamonds are significant (the test of python -m zoo.compare): "
+                 f"{significance_rule(strictest, metric, min_change)}; hollow circles are "
+                 f"within the noise."))
     for letter, table in tables.items():
         result = _table(letter, table, metric)
         depths = sorted({int(d) for d in table["depth"].dropna()})
