@@ -4,7 +4,9 @@ torch thread the tests run with."""
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -54,15 +56,47 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="run the tests marked sweep (broad real-compute sweeps)")
 
 
+#: The optional extras a test may need, each a marker of the same name: a test marked
+#: ``@pytest.mark.runtimes`` skips, naming the extra, where the extra is not installed, so that
+#: the README's two lines (which install ``.[dev]`` only) pass on a fresh machine, and
+#: ``pytest -m runtimes`` runs exactly those tests once the extra is there (CI does).
+MARKED_EXTRAS = ("runtimes",)
+
+
+def missing_from_extra(extra: str) -> list[str]:
+    """The distributions of stagezoo's ``extra`` (from the installed package's own metadata,
+    so pyproject.toml stays the one list) that are not installed."""
+    try:
+        requirements = importlib.metadata.requires("stagezoo") or []
+    except importlib.metadata.PackageNotFoundError:
+        return [f"stagezoo[{extra}]"]
+    names = [re.match(r"[A-Za-z0-9_.-]+", r).group() for r in requirements
+             if re.search(rf"extra\s*==\s*['\"]{extra}['\"]", r)]
+    missing = []
+    for name in names:
+        try:
+            importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(name)
+    return missing
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Skip every test marked ``@pytest.mark.cuda`` on a machine without a CUDA GPU (so
     ``pytest -m cuda`` selects exactly the GPU checks, and a CPU machine skips them cleanly),
-    and every test marked ``@pytest.mark.sweep`` unless ``--sweeps`` is given."""
+    every test marked ``@pytest.mark.sweep`` unless ``--sweeps`` is given, and every test
+    marked with an extra (:data:`MARKED_EXTRAS`) that is not installed."""
     skips = []
     if not torch.cuda.is_available():
         skips.append(("cuda", pytest.mark.skip(reason="needs a CUDA GPU")))
     if not config.getoption("--sweeps"):
         skips.append(("sweep", pytest.mark.skip(reason="a broad sweep: run with --sweeps")))
+    for extra in MARKED_EXTRAS:
+        missing = missing_from_extra(extra)
+        if missing:
+            reason = (f"needs the {extra} extra ({', '.join(missing)} not installed): "
+                      f"pip install -c constraints.txt -e '.[dev,{extra}]'")
+            skips.append((extra, pytest.mark.skip(reason=reason)))
     for item in items:
         for marker, skip in skips:
             if item.get_closest_marker(marker) is not None:

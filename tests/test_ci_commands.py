@@ -40,3 +40,15 @@ def test_a_marker_broken_across_lines_is_still_found():
     assert readme_block(text, "The slow ones are a second command") == "run it"
     with pytest.raises(SystemExit, match="no 'absent'"):
         readme_block(text, "absent")
+
+
+def test_ci_runs_the_readme_lines_before_it_installs_any_extra():
+    """A newcomer's two lines install ``.[dev]`` only: CI runs them so, and adds the extras
+    (and the tests they unlock) after."""
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    runs = [i for i, line in enumerate(lines) if line.startswith("bash -euo pipefail -c")]
+    setup, quick_tests = runs[0], runs[1]
+    assert "sed -n 1p" in lines[setup] and "sed -n 2p" in lines[quick_tests]
+    extras = [i for i, line in enumerate(lines) if "pip install" in line and "runtimes" in line]
+    assert extras and min(extras) > quick_tests
+    assert any('-m "runtimes and not slow"' in line for line in lines[min(extras):])

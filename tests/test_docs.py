@@ -14,6 +14,11 @@ How the examples are run:
   line must appear in the output (a line ending in ``...`` is a prefix).
 * A block preceded by ``<!-- docs: not run (reason) -->`` is skipped, visibly: the reasons are
   listed in this test's output.
+* A block whose mark's reason says ``needs the EXTRA extra`` (``<!-- docs: run as written (needs
+  the runtimes extra) -->``) runs in a case of its own, ``FILE[EXTRA]``, marked with the extra's
+  marker: it skips where the extra is not installed (the README's own setup installs ``.[dev]``
+  only), and ``pytest -m runtimes`` runs it once the extra is there. That case runs the file's
+  python blocks too, for the names they define.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import zoo
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
 _MARK = re.compile(r"<!--\s*docs:\s*(not run|run as written)\s*(?:\((.*)\))?\s*-->")
+_NEEDS = re.compile(r"needs the (\w+) extra")
 _CALIBRATE_BRIEFLY = ["--seconds", "0.05", "--size", "64", "--megabytes", "1"]
 
 
@@ -44,6 +50,12 @@ class Block:
     line: int
     mark: str = ""
     reason: str = ""
+
+    @property
+    def extra(self) -> str:
+        """The optional extra the block needs (``""``: none)."""
+        needs = _NEEDS.search(self.reason)
+        return needs.group(1) if needs else ""
 
 
 def blocks(path: Path) -> list[Block]:
@@ -130,7 +142,9 @@ def _forget_registrations(monkeypatch) -> None:
             monkeypatch.setattr(module, name, dict(getattr(module, name)))
 
 
-def _run_file(path: Path, tmp_path: Path, monkeypatch, capsys) -> list[str]:
+def _run_file(path: Path, tmp_path: Path, monkeypatch, capsys, extra: str = "") -> list[str]:
+    """Run the blocks of ``path`` that need no extra, or (``extra``) those that need it and
+    the python blocks; return what was skipped, with why."""
     _forget_registrations(monkeypatch)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "zoo").symlink_to(ROOT / "zoo")  # paths such as zoo/data/sample/... resolve
@@ -140,6 +154,10 @@ def _run_file(path: Path, tmp_path: Path, monkeypatch, capsys) -> list[str]:
         where = f"{path.relative_to(ROOT)}:{block.line}"
         if block.mark == "not run":
             skipped.append(f"{where} ({block.reason})")
+            continue
+        if block.extra != extra and (block.extra or block.language != "python"):
+            if block.extra:
+                skipped.append(f"{where} (run by the {path.name}[{block.extra}] case)")
             continue
         if block.language == "python":
             exec(compile(block.code, where, "exec"), namespace)
@@ -155,13 +173,32 @@ def _run_file(path: Path, tmp_path: Path, monkeypatch, capsys) -> list[str]:
     return skipped
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(ROOT)),
-                                               marks=[] if p.name == "README.md"
-                                               else [pytest.mark.slow]) for p in DOCS])
-def test_the_examples_run_as_written(path, tmp_path, monkeypatch, capsys):
-    skipped = _run_file(path, tmp_path, monkeypatch, capsys)
+def _cases() -> list:
+    """One case per file, and one per file and extra that some of its blocks need."""
+    cases = []
+    for path in DOCS:
+        name = str(path.relative_to(ROOT))
+        speed = [] if path.name == "README.md" else [pytest.mark.slow]
+        cases.append(pytest.param(path, "", id=name, marks=speed))
+        for extra in sorted({b.extra for b in blocks(path)} - {""}):
+            cases.append(pytest.param(path, extra, id=f"{name}[{extra}]",
+                                      marks=[*speed, getattr(pytest.mark, extra)]))
+    return cases
+
+
+@pytest.mark.parametrize("path, extra", _cases())
+def test_the_examples_run_as_written(path, extra, tmp_path, monkeypatch, capsys):
+    skipped = _run_file(path, tmp_path, monkeypatch, capsys, extra)
     if skipped:
         print(f"not run in {path.name}: " + "; ".join(skipped))
+
+
+def test_a_block_that_needs_an_extra_runs_in_that_extras_case_only():
+    readme = [b for b in blocks(ROOT / "README.md") if b.extra]
+    assert [b.extra for b in readme] == ["runtimes"]  # the OpenVINO example
+    assert "run.runtime=openvino" in readme[0].code
+    case_ids = [c.id for c in _cases()]
+    assert "README.md[runtimes]" in case_ids and "README.md" in case_ids
 
 
 def test_the_marks_are_rare():

@@ -16,11 +16,10 @@ from torch import nn
 
 from profiling import ProfilingError, stage
 from profiling.errors import MissingExtra
-from profiling.runtimes import missing_packages, require_runtime
+from profiling.runtimes import require_runtime
 from profiling.runtimes.runtime_profile import output_difference
 
-needs_onnxruntime = pytest.mark.skipif(bool(missing_packages("onnxruntime")),
-                                       reason="the runtimes extra is not installed")
+needs_onnxruntime = pytest.mark.runtimes  # skipped without the extra (conftest.py)
 
 
 def _broken_package(tmp_path, monkeypatch, name: str) -> None:
@@ -35,6 +34,7 @@ def _broken_package(tmp_path, monkeypatch, name: str) -> None:
         monkeypatch.delitem(sys.modules, module)
 
 
+@needs_onnxruntime  # the other packages of the extra must be there to reach this one
 @pytest.mark.parametrize("runtime, dtype, package", [
     ("onnxruntime", "float32", "onnxruntime"),
     ("openvino", "float32", "openvino"),
@@ -52,6 +52,7 @@ def test_a_runtime_package_that_does_not_import_is_one_line_naming_the_extra(
                     f"with pip install --force-reinstall 'stagezoo[runtimes]'")
 
 
+@needs_onnxruntime  # the other packages of the extra must be there to reach this one
 @pytest.mark.parametrize("package", ["onnx", "onnxruntime", "onnxscript"])
 def test_a_blocked_runtime_package_is_refused_by_the_library_before_any_export(
         package, monkeypatch, tmp_path):
@@ -67,6 +68,7 @@ def test_a_blocked_runtime_package_is_refused_by_the_library_before_any_export(
     assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())
 
 
+@needs_onnxruntime  # the other packages of the extra must be there to reach this one
 def test_a_broken_runtime_is_refused_by_the_app_before_the_model_is_built(
         tmp_path, monkeypatch):
     from zoo.tools.composition import compose_config

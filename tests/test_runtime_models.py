@@ -7,12 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiling.runtimes import missing_packages
-
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(bool(missing_packages("openvino", "int8") +
-                                      missing_packages("onnxruntime", "int8")),
-                                 reason="the runtimes extra is not installed")]
+pytestmark = [pytest.mark.slow, pytest.mark.runtimes]
 
 #: One small case per family; mobilenet_v3_small is held out of the other runtime tests.
 CASES = {

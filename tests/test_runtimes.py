@@ -12,14 +12,11 @@ from torch import nn
 
 from profiling import profile_model, stage
 from profiling.stages import PayloadGroup, TensorLeaf
-from profiling.runtimes import missing_packages
 from profiling.runtimes.int8_payload import quantised_payload
 from profiling.runtimes.stage_map import StageMap, enclosing_paths, part_path
 
-needs_onnxruntime = pytest.mark.skipif(bool(missing_packages("onnxruntime", "int8")),
-                                       reason="the runtimes extra is not installed")
-needs_openvino = pytest.mark.skipif(bool(missing_packages("openvino", "int8")),
-                                    reason="the runtimes extra is not installed")
+needs_onnxruntime = pytest.mark.runtimes  # skipped without the extra (conftest.py)
+needs_openvino = pytest.mark.runtimes
 
 ATTACH = {"encoder": "encoder", "conv": "encoder.0", "head": "head"}
 

@@ -269,13 +269,13 @@ def prepare_job(cfg: DictConfig, *, checked: bool = False) -> ProfileJob:
     if cfg.get("plots"):
         require_extra("matplotlib", "plots", "plots=true")
     deployment = Deployment.from_config(cfg.run)
-    deployment.check(device, timed=bool({"cpu_time", "cuda_time"} & set(collectors)),
-                     warmup=warmup)
-    if cfg.get("trace") and deployment.runtime != "torch":
+    if cfg.get("trace") and deployment.runtime != "torch":  # whether or not it is installed
         raise ConfigError(f"trace=true traces the PyTorch forward with torch.profiler and "
                           f"run.runtime={deployment.runtime} runs the exported model; drop "
                           f"trace=true (stages.csv has the runtime's own node times per stage) "
                           f"or use run.runtime=torch")
+    deployment.check(device, timed=bool({"cpu_time", "cuda_time"} & set(collectors)),
+                     warmup=warmup)
     model, inputs, attach, notes = prepare(cfg, device, deployment)
     return ProfileJob(cfg, device, model, inputs, attach, notes, deployment, collectors, warmup,
                       repeats, ceilings, deployed=deployment.metadata(model))
