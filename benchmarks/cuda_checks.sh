@@ -13,7 +13,10 @@
 #
 #   bash benchmarks/cuda_checks.sh [LOG_DIR] [STEP ...]
 #       STEP: tests attention overhead checks precision sweep official (official: default when
-#       GMFLOW_OFFICIAL is set, refused otherwise)
+#       GMFLOW_OFFICIAL is set, refused otherwise), or syncs (never a default: the part of tests
+#       and checks that counts synchronisations, for a short session: the fake-device tests,
+#       the traced ones on SwiftNet and on a model that draws random numbers, and every zoo
+#       model's count with its traces)
 #
 # It needs the project's dependencies (hydra-core and omegaconf included) importable, e.g. with
 # PYTHONPATH=. from the repository root.
@@ -57,6 +60,10 @@ for step in $steps; do
                 --json "$log_dir/checks_batch1.json" --traces "$log_dir/traces"
             run_step checks_batch8 "$python" benchmarks/cuda_stage_checks.py --repeats 10 \
                 --override input.batch=8 --json "$log_dir/checks_batch8.json" ;;
+        syncs) run_step syncs "$python" -m pytest -q -rs tests/test_cuda_synchronisation.py \
+                tests/test_cuda_checks.py -k synchronis
+            run_step syncs_models "$python" benchmarks/cuda_stage_checks.py --checks syncs \
+                --json "$log_dir/syncs.json" --traces "$log_dir/sync_traces" ;;
         precision) run_step precision "$python" benchmarks/precision.py --device cuda \
                 --rounds 10 --warmup 2 ;;
         sweep) run_step sweep "$python" -m zoo.profile -m "model=$models" device=cuda plots=true \
@@ -69,7 +76,7 @@ for step in $steps; do
             run_step official "$python" benchmarks/gmflow_vs_official.py --official "$official" \
                 --device cuda --sizes 448x1024 --rounds 20 --warmup 3 ;;
         *) echo "unknown step '$step'; accepted: tests attention overhead checks precision" \
-                "sweep official"
+                "sweep official syncs"
            exit 2 ;;
     esac
 done

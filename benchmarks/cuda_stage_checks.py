@@ -14,7 +14,7 @@
   (target: one per timed forward, none inside a stage).
 
     python benchmarks/cuda_stage_checks.py [--models gmflow swiftnet] [--repeats 20]
-        [--override input.size=[512,1024]] [--json out.json]
+        [--checks sums trace memory syncs] [--override input.size=[512,1024]] [--json out.json]
 
 The tests in ``tests/test_cuda_checks.py`` call the same functions on small cases.
 """
@@ -44,6 +44,7 @@ from profiling.trace.summary import (gpu_work_per_range, read_trace_events,  # n
                                      sync_calls)
 
 MODELS = ("faster_rcnn", "gmflow", "gmflow_refine", "gmflow_unet", "swiftnet", "swin_unet")
+CHECKS = ("sums", "trace", "memory", "syncs")
 #: The name of the range around the whole forward that the checks add.
 WHOLE = "whole_forward"
 
@@ -216,9 +217,42 @@ def zoo_case(name: str, overrides: Sequence[str] = ()) -> tuple[torch.nn.Module,
     return model, inputs, attach
 
 
+def _summary_lines(name: str, figures: Mapping[str, Any]) -> list[str]:
+    """The terminal lines of one model's checks (those that ran)."""
+    lines = [f"{name}:"]
+    sums = figures.get("sums")
+    if sums:
+        lines.append(f"  sums: plain {sums['plain_ms']:.3f} ms, stages "
+                     f"{sums['stages_ms']:.3f} + between {sums['between_ms']:.3f} -> error "
+                     f"{sums['error']:+.2%} ({sums['top_level_stages']} top-level stages)")
+    trace = figures.get("trace")
+    if trace:
+        busy = [r for r in trace if r["busy"] >= 0.9 and r["event_ms"] >= 0.05]
+        worst = max(busy, key=lambda r: abs(r["error"]), default=None)
+        top = [r for r in trace if r["depth"] == 0]
+        lines.append(f"  trace: {len(trace)} stage calls; top level: " + ", ".join(
+            f"{r['stage']} {r['event_ms']:.3f}/{r['gpu_ms']:.3f} ms" for r in top))
+        lines.append(f"  trace: {len(busy)} calls with the GPU >= 90% busy; worst error " + (
+            f"{worst['error']:+.2%} ({worst['stage']})" if worst else "-"))
+    memory = figures.get("memory")
+    if memory:
+        lines.append(f"  memory: plain peak {memory['plain_peak_mb']:.3f} MB, whole forward "
+                     f"{memory['whole_peak_mb']:.3f} MB (diff {memory['difference_mb']:+.4f}); "
+                     f"nested above parent: {len(memory['nested_above_parent'])} of "
+                     f"{memory['stage_calls']}")
+    syncs = figures.get("syncs")
+    if syncs:
+        lines.append(f"  syncs: {syncs['syncs_per_forward']:g} per timed forward "
+                     f"({', '.join(syncs['sync_names'])}), {syncs['inside_stages']} inside a "
+                     f"stage")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS))
+    parser.add_argument("--checks", nargs="+", default=list(CHECKS), choices=CHECKS,
+                        help="which checks to run (default: all)")
     parser.add_argument("--override", nargs="*", default=[],
                         help="zoo.profile overrides for every model, e.g. input.batch=4")
     parser.add_argument("--repeats", type=int, default=20)
@@ -234,30 +268,15 @@ def main() -> None:
                               "models": {}}
     for name in args.models:
         model, inputs, attach = zoo_case(name, args.override)
-        sums = check_sums(model, inputs, attach, repeats=args.repeats)
-        trace = check_trace(model, inputs, attach)
-        memory = check_memory(model, inputs, attach)
-        syncs = check_syncs(model, inputs, attach, keep=args.traces and
-                            args.traces / f"{name}_timed_forwards.json.gz")
-        report["models"][name] = {"sums": sums, "trace": trace, "memory": memory,
-                                  "syncs": syncs}
-        busy = [r for r in trace if r["busy"] >= 0.9 and r["event_ms"] >= 0.05]
-        worst = max(busy, key=lambda r: abs(r["error"]), default=None)
-        print(f"{name}: sums plain {sums['plain_ms']:.3f} ms, stages {sums['stages_ms']:.3f} + "
-              f"between {sums['between_ms']:.3f} -> error {sums['error']:+.2%} "
-              f"({sums['top_level_stages']} top-level stages)")
-        top = [r for r in trace if r["depth"] == 0]
-        print(f"  trace: {len(trace)} stage calls; top level: " + ", ".join(
-            f"{r['stage']} {r['event_ms']:.3f}/{r['gpu_ms']:.3f} ms" for r in top))
-        print(f"  trace: {len(busy)} calls with the GPU >= 90% busy; worst error " + (
-            f"{worst['error']:+.2%} ({worst['stage']})" if worst else "-"))
-        print(f"  memory: plain peak {memory['plain_peak_mb']:.3f} MB, whole forward "
-              f"{memory['whole_peak_mb']:.3f} MB (diff {memory['difference_mb']:+.4f}); "
-              f"nested above parent: {len(memory['nested_above_parent'])} of "
-              f"{memory['stage_calls']}")
-        print(f"  syncs: {syncs['syncs_per_forward']:g} per timed forward "
-              f"({', '.join(syncs['sync_names'])}), {syncs['inside_stages']} inside a stage")
-        del model, inputs
+        run = {"sums": lambda: check_sums(model, inputs, attach, repeats=args.repeats),
+               "trace": lambda: check_trace(model, inputs, attach),
+               "memory": lambda: check_memory(model, inputs, attach),
+               "syncs": lambda: check_syncs(model, inputs, attach, keep=args.traces and
+                                            args.traces / f"{name}_timed_forwards.json.gz")}
+        figures = {check: run[check]() for check in CHECKS if check in args.checks}
+        report["models"][name] = figures
+        print("\n".join(_summary_lines(name, figures)))
+        del model, inputs, run
         torch.cuda.empty_cache()
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, default=str))

@@ -113,6 +113,30 @@ def test_one_synchronisation_per_timed_forward(swiftnet):
 
 
 @pytest.mark.cuda
+def test_a_model_that_draws_on_the_gpu_synchronises_once_per_timed_forward():
+    from benchmarks.cuda_stage_checks import check_syncs
+    from profiling import stage
+
+    class Noisy(torch.nn.Module):
+        """BatchNorm buffers, and noise drawn from the CUDA generator in every forward."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv, self.norm = torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)
+
+        def forward(self, x):
+            with stage("noisy", x) as s:
+                return s.output(self.norm(self.conv(x + torch.randn_like(x))))
+
+    model = Noisy().cuda().eval()
+    generator = torch.cuda.get_rng_state()
+    syncs = check_syncs(model, (torch.rand(1, 3, 16, 16, device="cuda"),), {})
+    # the generator is set back after every forward, on the host: no synchronisation
+    assert syncs["syncs_per_forward"] == 1 and syncs["inside_stages"] == 0, syncs
+    assert torch.equal(torch.cuda.get_rng_state(), generator)
+
+
+@pytest.mark.cuda
 def test_stage_names_are_nvtx_ranges(monkeypatch):
     from profiling import Session, stage
     from profiling.collectors.trace_ranges import TraceRanges

@@ -50,12 +50,20 @@ class CpuTime(Collector):
 class CudaTime(Collector):
     """GPU time of each stage from CUDA events, in ms.
 
-    Each stage records a start and an end event on the current stream; the elapsed times are
-    read in ``end_forward``, after the forward's last event has completed (the runner's one
-    synchronisation per forward; a standalone session synchronises there itself), so the
-    measurement never serialises the stages. Events are pooled and reused across forwards and
-    sessions, and the current stream is looked up by its id, which costs less than building a
-    stream object per event (a model that switches streams is still followed).
+    Each stage records a start and an end event on the current stream: the start event is the
+    last thing its entry does, the end event the first thing its exit does, so that only the
+    markers' own bookkeeping, not this timer's, falls between a stage's events and its work.
+    The elapsed times are read in ``end_forward``, after the forward's last event has
+    completed (the runner's one synchronisation per forward; a standalone session
+    synchronises there itself), so the measurement never serialises the stages. Whether the
+    events are done is asked of the last event of each stream alone (events on a stream
+    complete in order). Events are pooled and reused across forwards and sessions, and the
+    current stream is looked up by its id, which costs less than building a stream object per
+    event (a model that switches streams is still followed).
+
+    Two adjacent stages (one's exit, the next one's entry) do not share an event: the model's
+    code between them may launch work, which belongs to neither, and nothing short of a
+    trace tells the host whether it did.
     """
 
     name = "cuda_time"
@@ -74,35 +82,45 @@ class CudaTime(Collector):
         self._used = 0
         self._pending: list[tuple[StageCall, torch.cuda.Event, torch.cuda.Event]] = []
         self._open: dict[int, torch.cuda.Event] = {}
+        self._left: list[torch.cuda.Event] = []  # the last event on each stream left
         self._device_index = 0
         self._stream_id: Optional[tuple] = None
         self._stream: Optional[torch.cuda.Stream] = None
 
-    def _record(self) -> torch.cuda.Event:
-        if self._used == len(self._pool):
-            self._pool.append(torch.cuda.Event(enable_timing=True))
-        event = self._pool[self._used]
+    def _next_event(self) -> torch.cuda.Event:
+        """The next pooled event, with :attr:`_stream` set to the current stream."""
+        try:
+            event = self._pool[self._used]
+        except IndexError:
+            event = torch.cuda.Event(enable_timing=True)
+            self._pool.append(event)
         self._used += 1
         stream_id = torch._C._cuda_getCurrentStream(self._device_index)
         if stream_id != self._stream_id:
+            if self._used > 1:
+                self._left.append(self._pool[self._used - 2])
             self._stream_id = stream_id
             self._stream = torch.cuda.current_stream(self._device_index)
-        _record_event(event, self._stream)
         return event
 
     def start_forward(self) -> None:
-        self._used, self._pending, self._open = 0, [], {}
+        self._used, self._pending, self._open, self._left = 0, [], {}, []
         index = None if self.device is None else torch.device(self.device).index
         self._device_index = torch.cuda.current_device() if index is None else index
 
     def enter(self, call: StageCall) -> None:
-        self._open[call.index] = self._record()
+        event = self._next_event()
+        self._open[call.index] = event
+        _record_event(event, self._stream)
 
     def exit(self, call: StageCall) -> None:
-        self._pending.append((call, self._open.pop(call.index), self._record()))
+        event = self._next_event()
+        _record_event(event, self._stream)
+        self._pending.append((call, self._open.pop(call.index), event))
 
     def end_forward(self) -> None:
-        if not all(end.query() for _, _, end in self._pending):
+        if self._used and not all(event.query() for event in
+                                  (*self._left, self._pool[self._used - 1])):
             torch.cuda.synchronize(self.device)
         for call, start, end in self._pending:
             call.metrics["cuda_time_ms"] = start.elapsed_time(end)
@@ -111,4 +129,4 @@ class CudaTime(Collector):
     def close(self) -> None:
         # the pooled events stay for this collector's next session: a CUDA event is created at
         # its first record, a few microseconds of host time that a timed forward should not pay
-        self._pending, self._open = [], {}
+        self._pending, self._open, self._left = [], {}, []

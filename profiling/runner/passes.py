@@ -208,7 +208,11 @@ def _timed_forwards(forward: Callable, timing: list[Collector], fresh: FreshInpu
     """Run the warm-up and timed forwards; return ``(output, forward_ms, noise,
     timed_forwards, calls, events)``, the last two from the first timed forward when no
     untimed pass gave them. The model's state is put back after each forward, outside the
-    timed span."""
+    timed span: checked in full after the loop's first forward (a read-back from the device),
+    then only what the forwards were seen to change, without reading the device
+    (:meth:`~profiling.stages.model_state.ModelState.restore_known_changes`). So a forward
+    synchronises once, after its last launch, unless it changes the model's buffers: their
+    copy back is then finished by a second synchronize before the next forward's clock."""
     forward_ms: list[float] = []
     noise: dict[str, Any] = {}
     before, i, started = machine_state(), 0, clock()
@@ -231,7 +235,8 @@ def _timed_forwards(forward: Callable, timing: list[Collector], fresh: FreshInpu
             fresh.done(keep)
             if keep:
                 output = fresh_copy(result)
-            idle = not state.restore() and not keep
+            queued = state.restore() if i == 0 else state.restore_known_changes()
+            idle = not queued and not keep
             i += 1
             if progress:
                 planned = int(warmup) + (repeats.min_repeats if isinstance(
