@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Optional, Union
 
 from ..errors import ProfilingError
+from .places import home_folder
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -133,7 +134,7 @@ def _real(path: Path, option: str) -> Path:
 def _protected(directory: Path) -> str:
     """Why ``directory`` may never be written or replaced (``""`` if it may)."""
     for name, place in (("the working directory", Path.cwd()), ("the home directory",
-                                                                 Path.home())):
+                                                                 home_folder())):
         place = place.resolve()
         if directory == place:
             return f"is {name}"
