@@ -11,6 +11,7 @@ import torch
 
 import zoo
 from cli_runner import run_main
+from profiling import reports
 from profiling.reports.html import report as report_page_module
 from zoo.tools import calibrate, collect, compare, report, split
 from zoo.tools import job
@@ -159,10 +160,9 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_work(tool, out, 
         path) != tmp_path / "read-only")
     worked = []
     for name in ("read_run", "compare_runs"):
-        if hasattr(compare, name):
-            monkeypatch.setattr(compare, name, lambda *a, **k: worked.append(name))
+        monkeypatch.setattr(reports, name, lambda *a, **k: worked.append(name))
     monkeypatch.setattr(calibrate, "calibrate", lambda *a, **k: worked.append("calibrate"))
-    monkeypatch.setattr(collect, "collect_runs", lambda *a, **k: worked.append("collect"))
+    monkeypatch.setattr(reports, "collect_runs", lambda *a, **k: worked.append("collect"))
     monkeypatch.setattr(split, "split_config", lambda *a, **k: worked.append("split"))
     monkeypatch.setattr(report_page_module, "report_page", lambda *a, **k: worked.append("r"))
     main_function, argv = _tools(run_dir, out)[tool]

@@ -34,7 +34,7 @@ from .broken_pipe import output_outlives_its_reader
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILURE", "EXIT_INTERRUPTED", "ArgumentParser", "run_tool",
            "exit_with", "fail", "describe_failure", "log_directory", "user_log_directory",
-           "raise_if_interrupted", "STOP_SIGNALS"]
+           "raise_if_interrupted", "STOP_SIGNALS", "called_as"]
 
 EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED = 2, 1, 130
 
@@ -51,14 +51,19 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     sys.exit(code)
 
 
+def called_as(program: Optional[str]) -> Optional[str]:
+    """The tool's name as the user called it: ``stagezoo compare`` when the ``stagezoo``
+    command ran it, else ``program`` (``python -m zoo.compare``)."""
+    return sys.argv[0] if sys.argv and sys.argv[0].startswith("stagezoo ") else program
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """``argparse`` whose usage errors are one ``ConfigError`` line (exit 2), not a usage
     block. Its usage and hints name the tool as it was called: ``stagezoo compare`` when the
     ``stagezoo`` command ran it, else ``prog`` (``python -m zoo.compare``)."""
 
     def __init__(self, *args: Any, prog: Optional[str] = None, **kwargs: Any) -> None:
-        called = sys.argv[0] if sys.argv and sys.argv[0].startswith("stagezoo ") else None
-        super().__init__(*args, prog=called or prog, **kwargs)
+        super().__init__(*args, prog=called_as(prog), **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise ConfigError(f"{message} (see {self.prog} --help)")

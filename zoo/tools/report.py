@@ -14,13 +14,16 @@ file is checked before any work, and an existing one is replaced only with ``--o
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from profiling import ProfilingError, require_extra
-from profiling.reports import MIN_CHANGE, RunRecord
+from profiling.statistics import MIN_CHANGE
 
 from .cli import ArgumentParser, run_tool
 from .composition import compose_config
+
+if TYPE_CHECKING:
+    from profiling.reports import RunRecord
 
 __all__ = ["main", "model_defaults", "check_report_support"]
 
