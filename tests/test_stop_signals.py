@@ -60,3 +60,29 @@ def test_a_real_stop_signal_ends_a_cpu_run_with_one_line_and_no_folder(number, l
     assert stderr.strip().splitlines() == [stderr.strip().splitlines()[-1]]
     assert stderr.strip().startswith(f"{line} (traceback in ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["logs"]
+
+
+@pytest.mark.slow
+def test_sigterm_while_a_runtime_exports_leaves_no_temporary(tmp_path):
+    """The export's work folder (in $TMPDIR) and the cache's incoming entry go with the run."""
+    temporary, cache = tmp_path / "tmp", tmp_path / "cache"
+    temporary.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "zoo.profile", "model=torchvision", "model.arch=resnet50",
+         "input.size=[224,224]", "run.runtime=onnxruntime", "run.repeats=20", "summary=false",
+         f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "ZOO_LOG_DIR": str(tmp_path / "logs"),
+             "TMPDIR": str(temporary), "XDG_CACHE_HOME": str(cache)})
+    deadline = time.monotonic() + 120
+    while not list(temporary.glob("stagezoo-export-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(temporary.glob("stagezoo-export-*")), "the export never started"
+    time.sleep(1)  # into the export
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 143, stderr
+    assert stderr.strip().startswith("error: terminated (SIGTERM) (traceback in ")
+    assert [p.name for p in temporary.iterdir()] in ([], [".ses"])  # ONNX Runtime's session id
+    assert not list((cache / "stagezoo").rglob(".*"))  # no incoming entry of the export cache
+    assert not (tmp_path / "run").exists()
