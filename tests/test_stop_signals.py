@@ -86,3 +86,21 @@ def test_sigterm_while_a_runtime_exports_leaves_no_temporary(tmp_path):
     assert [p.name for p in temporary.iterdir()] in ([], [".ses"])  # ONNX Runtime's session id
     assert not list((cache / "stagezoo").rglob(".*"))  # no incoming entry of the export cache
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("number, line, code", STOPS)
+def test_a_signal_the_process_ignores_stays_ignored(number, line, code):
+    """``nohup stagezoo profile ...`` ignores SIGHUP: the run must go on when the terminal
+    closes, as a background job goes on after Ctrl-C in its shell."""
+    from zoo.tools.cli import run_tool
+
+    previous = signal.signal(number, signal.SIG_IGN)
+    try:
+        def job():
+            signal.raise_signal(number)  # ignored: the job goes on
+            return signal.getsignal(number)
+
+        assert run_tool("zoo.test", job) is signal.SIG_IGN
+        assert signal.getsignal(number) is signal.SIG_IGN
+    finally:
+        signal.signal(number, previous)

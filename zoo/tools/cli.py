@@ -47,7 +47,10 @@ _TRIED = re.compile(r"(?:tried to allocate|Tried to allocate)\s+([\d.,]+\s*\w+)"
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """Print ``error: message`` on one line of stderr and exit with ``code``; control
     characters in it (a folder or stage name echoed from a run) are written as escapes."""
-    print(f"error: {printable(' '.join(str(message).split()))}", file=sys.stderr)
+    try:
+        print(f"error: {printable(' '.join(str(message).split()))}", file=sys.stderr)
+    except OSError:  # stderr is gone (SIGHUP: the terminal closed); the status still tells
+        pass
     sys.exit(code)
 
 
@@ -174,14 +177,16 @@ def _stopped_line(signum: int) -> tuple[str, int]:
 @contextmanager
 def _stop_signals_end_the_run() -> Iterator[None]:
     """SIGINT, SIGTERM and SIGHUP raise :class:`KeyboardInterrupt` while the block runs, so
-    that every ``finally`` removes its temporaries; the caller's handlers come back after."""
+    that every ``finally`` removes its temporaries; the caller's handlers come back after. A
+    signal the process was started ignoring stays ignored (``nohup`` ignores SIGHUP, a shell
+    ignores SIGINT for a job in the background)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {}
     for name in STOP_SIGNALS:
         number = getattr(signal, name, None)
-        if number is not None:
+        if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
             previous[number] = signal.signal(number, _on_interrupt)
     try:
         yield
