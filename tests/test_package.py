@@ -23,12 +23,12 @@ def test_stagezoo_lists_its_tools_and_refuses_an_unknown_one(capsys, monkeypatch
 
     listed = run_main(main, ["--help"], capsys, monkeypatch, program="stagezoo")
     assert listed.code == 0
-    assert [line.split()[0] for line in listed.stdout.splitlines()[3:3 + len(TOOLS)]] == \
-        ["profile", "split", "compare", "collect", "plot", "calibrate", "report"]
+    assert [line.split()[0] for line in listed.stdout.splitlines()[4:4 + len(TOOLS)]] == \
+        ["profile", "split", "compare", "collect", "plot", "calibrate", "report", "list"]
     unknown = run_main(main, ["profiel"], capsys, monkeypatch, program="stagezoo")
     assert unknown.code == 2
     assert unknown.line == ("error: unknown tool 'profiel'; choose one of: profile, split, "
-                            "compare, collect, plot, calibrate, report (see stagezoo --help)")
+                            "compare, collect, plot, calibrate, report, list (see stagezoo --help)")
     assert run_main(main, [], capsys, monkeypatch, program="stagezoo").line.startswith(
         "error: no tool given; choose one of: profile,")
 
@@ -41,7 +41,8 @@ def test_stagezoo_passes_the_rest_of_the_line_to_the_tool(capsys, monkeypatch):
     assert "PNG plots of a run or a split analysis." in outcome.stdout
 
 
-@pytest.mark.parametrize("tool", ["split", "compare", "collect", "plot", "calibrate", "report"])
+@pytest.mark.parametrize("tool", ["split", "compare", "collect", "plot", "calibrate", "report",
+                                  "list"])
 def test_a_usage_error_names_the_tool_as_it_was_called(tool, capsys, monkeypatch):
     from zoo.__main__ import main
 
@@ -53,7 +54,8 @@ def test_a_usage_error_names_the_tool_as_it_was_called(tool, capsys, monkeypatch
     assert direct.stderr.strip().endswith(f"(see python -m zoo.{tool} --help)"), direct.stderr
 
 
-@pytest.mark.parametrize("tool", ["profile", "split", "compare", "collect", "plot", "calibrate"])
+@pytest.mark.parametrize("tool", ["profile", "split", "compare", "collect", "plot", "calibrate",
+                                  "report", "list"])
 def test_help_writes_nothing(tool, tmp_path, capsys, monkeypatch):
     from zoo.__main__ import main
 

@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from zoo.__main__ import TOOLS
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _imported_modules(*args: str) -> tuple[set[str], subprocess.CompletedProcess]:
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "zoo.profile", *args],
+def _imported_modules(*args: str, module: str = "zoo.profile"
+                      ) -> tuple[set[str], subprocess.CompletedProcess]:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", module, *args],
                           capture_output=True, text=True, cwd=ROOT, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     names = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
@@ -52,4 +55,17 @@ def test_help_names_the_models_model_arch_and_the_other_tools():
             "torchvision") in lines
     assert "  model=torchvision model.arch=NAME, model=timm model.arch=NAME" in lines
     assert ("Other tools (stagezoo TOOL --help, or python -m zoo.TOOL --help): split, compare, "
-            "collect, plot, calibrate, report.") in lines
+            "collect, plot, calibrate, report, list.") in lines
+
+
+@pytest.mark.parametrize("args", [[tool, "--help"] for tool in TOOLS] + [["--version"]])
+def test_every_tools_help_answers_without_the_heavy_libraries(args):
+    """compare, report and calibrate imported torch, pandas and plotly before parsing their
+    arguments: 5 s for --help."""
+    modules, done = _imported_modules(*args, module="zoo")
+    assert done.returncode == 0, done.stderr
+    heavy = {m for m in modules if m.split(".")[0] in ("torch", "pandas", "plotly", "numpy",
+                                                        "matplotlib")}
+    assert not heavy, sorted(heavy)
+    if args[0] in TOOLS:
+        assert f"stagezoo {args[0]}" in done.stdout

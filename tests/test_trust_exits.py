@@ -3,6 +3,7 @@ exit 2, checked before the work, and a failure inside a library network is exit 
 stage and the input shape."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,9 @@ import torch
 
 import zoo
 from cli_runner import run_main
-from zoo.tools import calibrate, collect, compare, split
+from profiling import reports
+from profiling.reports.html import report as report_page_module
+from zoo.tools import calibrate, collect, compare, report, split
 from zoo.tools import job
 from zoo.tools.composition import compose_config
 from zoo.tools.profile import main
@@ -136,27 +139,32 @@ def _tools(run: Path, out: str) -> dict:
                                "--meta", "--out", out]),
         "calibrate": (calibrate.main, ["--device", "cpu", "--seconds", "0.01", "--size", "8",
                                        "--megabytes", "1", "--output", out]),
+        "report": (report.main, [str(run), "--out", out.replace(".csv", ".html")]),
     }
 
 
-@pytest.mark.parametrize("tool", ["compare", "collect", "split", "calibrate"])
+@pytest.mark.parametrize("tool", ["compare", "collect", "split", "calibrate", "report"])
 @pytest.mark.parametrize("out", ["/dev/null", "/dev/full", "{tmp}/file.txt/below.csv",
-                                 "{tmp}"])
+                                 "{tmp}", "{tmp}/read-only/x.csv"])
 def test_an_output_that_cannot_be_written_is_refused_before_the_work(tool, out, run_dir,
                                                                      tmp_path, capsys,
                                                                      monkeypatch):
     (tmp_path / "file.txt").write_text("a file")
     (tmp_path / "keep.txt").write_text("keep")
+    (tmp_path / "read-only").mkdir()
     out = out.format(tmp=tmp_path)
     if tool == "collect" and not out.endswith(".csv"):
         out += "/x.csv" if out.startswith("/dev") else ""
+    access = os.access  # root may write anywhere: the read-only folder is one to os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: access(path, mode) and Path(
+        path) != tmp_path / "read-only")
     worked = []
     for name in ("read_run", "compare_runs"):
-        if hasattr(compare, name):
-            monkeypatch.setattr(compare, name, lambda *a, **k: worked.append(name))
+        monkeypatch.setattr(reports, name, lambda *a, **k: worked.append(name))
     monkeypatch.setattr(calibrate, "calibrate", lambda *a, **k: worked.append("calibrate"))
-    monkeypatch.setattr(collect, "collect_runs", lambda *a, **k: worked.append("collect"))
+    monkeypatch.setattr(reports, "collect_runs", lambda *a, **k: worked.append("collect"))
     monkeypatch.setattr(split, "split_config", lambda *a, **k: worked.append("split"))
+    monkeypatch.setattr(report_page_module, "report_page", lambda *a, **k: worked.append("r"))
     main_function, argv = _tools(run_dir, out)[tool]
     outcome = run_main(lambda: main_function(argv), [], capsys, monkeypatch)
     assert outcome.code == 2, outcome

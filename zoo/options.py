@@ -323,6 +323,7 @@ SCHEMA: dict[str, Checker] = {
     "run.channels_last": Boolean(),
     "run.compile": Boolean(),
     "run.compile_mode": Choice(("default", "reduce-overhead", "max-autotune")),
+    "run.threads": Nullable(Integer(minimum=1)),  # torch's intra-op threads; null: torch's
     "input.size": Nullable(ListOf(Integer(minimum=1), length=2, names=("height", "width"))),
     "input.batch": Integer(minimum=1),
     "input.pad": Boolean(),

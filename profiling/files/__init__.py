@@ -1,7 +1,8 @@
 """Files read and written safely, by every package: YAML, JSON and CSV read back bounded in
 size, depth and alias expansion (:mod:`~profiling.files.reading`), and files and folders
 written whole or not at all, never over a folder this tool did not write
-(:mod:`~profiling.files.writing`)."""
+(:mod:`~profiling.files.writing`), and the per-user folders found as the XDG rule says
+(:mod:`~profiling.files.places`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ _EXPORTS = {
     "holds_marker": "writing", "holds_files": "writing", "check_replaceable": "writing",
     "check_writable": "writing", "check_output_file": "writing",
     "remove_stale_temporaries": "writing", "MARKER": "writing", "Content": "writing",
+    "home_folder": "places", "user_folder": "places", "absolute_variable": "places",
+    "settle_user_folders": "places", "USER_FOLDER_VARIABLES": "places",
 }
 
 __all__ = list(_EXPORTS)

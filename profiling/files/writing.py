@@ -17,11 +17,13 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Optional, Union
 
 from ..errors import ProfilingError
+from .places import home_folder
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -133,7 +135,7 @@ def _real(path: Path, option: str) -> Path:
 def _protected(directory: Path) -> str:
     """Why ``directory`` may never be written or replaced (``""`` if it may)."""
     for name, place in (("the working directory", Path.cwd()), ("the home directory",
-                                                                 Path.home())):
+                                                                 home_folder())):
         place = place.resolve()
         if directory == place:
             return f"is {name}"
@@ -273,7 +275,8 @@ def check_output_file(path: Union[str, Path], option: str = "--out") -> Path:
 
 def write_file(path: Union[str, Path], content: Content) -> Path:
     """Write one file whole or not at all (a temporary sibling, then one rename), so that a
-    kill or a full disk never leaves it empty or cut short; return its real path."""
+    kill or a full disk never leaves it empty or cut short; return its real path. A symbolic
+    link is followed (the file lands where it points), and a file replaced keeps its mode."""
     target = check_output_file(path, "output")
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}{_PARTIAL}{os.getpid()}-",
@@ -281,7 +284,8 @@ def write_file(path: Union[str, Path], content: Content) -> Path:
     os.close(handle)
     try:
         _write_content(temporary, content)
-        os.chmod(temporary, 0o666 & _folder_mode())
+        os.chmod(temporary, stat.S_IMODE(target.stat().st_mode) if target.exists()
+                 else 0o666 & _folder_mode())
         os.replace(temporary, target)
     finally:
         if os.path.exists(temporary):
@@ -292,22 +296,38 @@ def write_file(path: Union[str, Path], content: Content) -> Path:
 def write_files(directory: Union[str, Path], files: Mapping[str, Content]) -> list[Path]:
     """Add ``{file_name: content}`` to ``directory`` (created if needed) and return the paths.
 
-    Everything is first written into a temporary folder beside ``directory`` and then moved
-    into place file by file, so an error while rendering leaves none of the files behind.
+    Everything is first written into a temporary folder inside ``directory``, on the same file
+    system as the files it becomes (a rename never crosses file systems), and then moved into
+    place file by file, so an error while rendering leaves none of the files behind, and no
+    folder that this call created (``plots/``) is left empty.
     """
     directory = Path(directory)
     _check_parent(directory.absolute())
+    missing = [p for p in [directory, *directory.parents] if not p.exists()]
     directory.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(directory)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}{_PARTIAL}{os.getpid()}-",
-                                    dir=directory.parent))
+                                    dir=directory))
+    paths: list[Path] = []
     try:
         _render(staging, files)
-        paths = []
         for name in files:
             destination = directory / name
+            missing += [p for p in destination.parents if not p.exists()]
             destination.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / name, destination)
             paths.append(destination)
         return paths
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if len(paths) < len(files):
+            _remove_if_empty(sorted(set(missing), key=lambda p: len(p.parts), reverse=True))
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    """Remove each of ``folders`` (the deepest first) that holds nothing."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass

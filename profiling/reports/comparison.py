@@ -27,6 +27,7 @@ from ..statistics.noise import loaded_reason, unreliable_reasons
 from ..statistics.intervals import (RATIO_CI_METHOD, coefficient_of_variation, is_significant,
                           ratio_interval)
 from ..statistics.paired import AB_MIN_CHANGE, AB_RULE, paired_significance
+from ..statistics.thresholds import MIN_CHANGE
 from .labels import printable, right_aligned, shorten
 from .numbers import significant
 from .record import Run, RunRecord, as_record
@@ -38,8 +39,6 @@ __all__ = ["PAYLOAD_COLUMNS", "compared_columns", "compare_stages",
            "change_threshold", "withheld_reason", "config_differences", "format_comparison",
            "MIN_CHANGE", "MIN_CPU_DIFFERENCE_MS", "FORWARD", "significance_rule"]
 
-#: The smallest change of a time that :func:`compare_runs` calls significant (relative).
-MIN_CHANGE = 0.25
 #: CPU time differences below this many ms are never significant: about one time slice of
 #: the OS scheduler, by which a preemption moves a stage between two processes (stages of a
 #: few ms moved by 20-30 %, sub-millisecond ones by up to 100 %, in the CI VM's A/A trials).

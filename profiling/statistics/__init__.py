@@ -20,7 +20,8 @@ _EXPORTS = {
     "machine_state": "noise", "noise_report": "noise", "unreliable_reasons": "noise",
     "loaded_reason": "noise", "noise_line": "noise", "MAX_FORWARD_CV": "noise",
     "usable_cores": "noise",
-    "AB_MIN_CHANGE": "paired", "FAMILY_ERROR": "paired", "paired_ratio": "paired",
+    "AB_MIN_CHANGE": "thresholds", "MIN_CHANGE": "thresholds", "AB_ROUNDS": "thresholds",
+    "FAMILY_ERROR": "paired", "paired_ratio": "paired",
     "paired_significance": "paired", "is_change": "paired", "AB_RULE": "paired",
 }
 

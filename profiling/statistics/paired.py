@@ -21,12 +21,11 @@ import numpy as np
 import pandas as pd
 
 from .intervals import median_interval
+from .thresholds import AB_MIN_CHANGE
 
 __all__ = ["AB_MIN_CHANGE", "FAMILY_ERROR", "paired_ratio", "paired_significance",
            "is_change", "AB_RULE"]
 
-#: The smallest change an A/B comparison calls significant (relative, either direction).
-AB_MIN_CHANGE = 0.05
 #: The chance of any false alarm among all the compared rows that the intervals allow.
 FAMILY_ERROR = 0.05
 #: The rule, as the legend prints it (``{confidence}`` and ``{min_change}`` filled in).

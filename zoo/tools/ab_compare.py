@@ -21,7 +21,7 @@ import pandas as pd
 from profiling.files import check_replaceable, check_writable, holds_files, write_folder
 from profiling.reports import RunRecord, compare_paired_runs
 from profiling.runner import with_more_repeats
-from profiling.statistics import AB_MIN_CHANGE, machine_state, noise_report
+from profiling.statistics import AB_MIN_CHANGE, AB_ROUNDS, machine_state, noise_report
 
 from .job import ProfileJob, prepare_job, write_job
 from .composition import checked_config
@@ -31,10 +31,6 @@ from .resolvers import run_stamp
 
 __all__ = ["run_ab", "AB_ROUNDS", "COMPARE_FILE", "default_compare_folder"]
 
-#: Rounds (timed forwards of each side) of an A/B comparison by default: enough for a 10%
-#: change in a stage of a few ms to be found 9 times in 10 on a loaded 2-core machine
-#: (``benchmarks/ab_detection.py``, docs/statistics.md).
-AB_ROUNDS = 30
 #: The fewest rounds accepted: 10 rounds let the range of the ratios cover 99.8%, the
 #: confidence that the Bonferroni correction asks of each of 25 rows.
 MIN_ROUNDS = 10

@@ -14,16 +14,18 @@ from __future__ import annotations
 import os
 import platform
 import time
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-import torch
-
-from profiling.counting import Ceilings, save_ceilings
 from profiling.files import check_output_file
 
 from .cli import ArgumentParser, run_tool
 from ..errors import ConfigError
 from ..options import Choice, Integer, ListOf, Nullable, Number, as_checker, check_value
+
+if TYPE_CHECKING:  # torch loads once the arguments are parsed: --help answers at once
+    import torch
+
+    from profiling.counting import Ceilings
 
 __all__ = ["measure_matmul_flops", "measure_copy_bandwidth", "calibrate", "main"]
 
@@ -44,6 +46,8 @@ def _sustained_rate(step: Callable[[], None], work_per_step: float, seconds: flo
 
 
 def _synchronizer(device: torch.device) -> Callable[[], None]:
+    import torch
+
     if device.type == "cuda":
         return lambda: torch.cuda.synchronize(device)
     return lambda: None
@@ -52,6 +56,8 @@ def _synchronizer(device: torch.device) -> Callable[[], None]:
 def measure_matmul_flops(device: torch.device, dtype: torch.dtype, size: int,
                          seconds: float) -> float:
     """Sustained FLOP/s of ``size x size`` matrix products of ``dtype`` on ``device``."""
+    import torch
+
     a = torch.randn(size, size, device=device).to(dtype)
     b = torch.randn(size, size, device=device).to(dtype)
     out = torch.empty(size, size, device=device, dtype=dtype)
@@ -61,6 +67,8 @@ def measure_matmul_flops(device: torch.device, dtype: torch.dtype, size: int,
 
 def measure_copy_bandwidth(device: torch.device, megabytes: int, seconds: float) -> float:
     """Sustained bytes/s of copying a ``megabytes`` MiB buffer (read plus write)."""
+    import torch
+
     elements = megabytes * 2 ** 20 // 4
     source = torch.ones(elements, device=device)
     target = torch.empty_like(source)
@@ -78,6 +86,10 @@ def calibrate(device: str = "cpu", dtypes: Sequence[str] = ("float32",),
             is not a floating-point type, or a size, buffer or time that is not positive and
             finite.
     """
+    import torch
+
+    from profiling.counting import Ceilings
+
     target = _measurable_device(device)
     check_value("--dtypes", list(dtypes), ListOf(Choice(_DTYPES)))
     check_value("--size", size, Nullable(Integer(minimum=1)))
@@ -108,6 +120,8 @@ def _check_memory(device: torch.device, size: int, megabytes: int,
                   dtypes: Sequence[str]) -> None:
     """Refuse a ``--size`` or ``--megabytes`` whose buffers exceed the device's memory (three
     ``size x size`` matrices, two copy buffers), before allocating: bad input, not a failure."""
+    import torch
+
     if device.type == "cuda":
         memory = torch.cuda.mem_get_info(device)[1]
     else:
@@ -123,6 +137,8 @@ def _check_memory(device: torch.device, size: int, megabytes: int,
 
 
 def _measurable_device(device: str) -> torch.device:
+    import torch
+
     try:
         target = torch.device(device)
     except (RuntimeError, TypeError):
@@ -153,8 +169,8 @@ def _cpu_name() -> str:
 
 def _main(argv: Optional[Sequence[str]]) -> Ceilings:
     parser = ArgumentParser(prog="python -m zoo.calibrate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
-                        help="cpu or cuda[:N] (default: cuda when available)")
+    parser.add_argument("--device", default=None,
+                        help="cpu or cuda[:N] (default: cuda when available, else cpu)")
     parser.add_argument("--dtypes", nargs="+", default=["float32"],
                         help=f"matmul data types to measure ({', '.join(_DTYPES)})")
     parser.add_argument("--size", type=int, help="matmul size n (default 1024 CPU, 8192 CUDA)")
@@ -165,7 +181,12 @@ def _main(argv: Optional[Sequence[str]]) -> Ceilings:
     args = parser.parse_args(argv)
     if args.output:
         check_output_file(args.output, "--output")  # before measuring
-    result = calibrate(args.device, args.dtypes, args.size, args.megabytes, args.seconds)
+    import torch
+
+    from profiling.counting import save_ceilings
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    result = calibrate(device, args.dtypes, args.size, args.megabytes, args.seconds)
     print(f"{result.name}")
     for name, rate in result.peak_flops_per_s.items():
         print(f"  matmul {name}: {rate / 1e9:,.1f} GFLOP/s")

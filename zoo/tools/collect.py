@@ -13,16 +13,16 @@ nothing is written. Without ``--out`` the table goes to a new folder,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from profiling.files import check_output_file
-from profiling.reports import TABLE_FORMATS, collect_runs, find_runs, write_table
 
 from .cli import ArgumentParser, run_tool
 from .resolvers import run_stamp
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["main", "collect"]
 
@@ -50,6 +50,8 @@ def collect(directories: Sequence[Path], out: Optional[Path] = None, *,
     :func:`default_collect_file`); return its path and the table. A broken run folder raises
     :class:`~zoo.errors.ConfigError` naming its file, before anything is written; so does an
     ``out`` that exists, unless ``overwrite`` (a sweep's own ``summary.csv`` was replaced)."""
+    from profiling.reports import TABLE_FORMATS, collect_runs, find_runs, write_table
+
     out = default_collect_file() if out is None else Path(out)
     if Path(out).suffix.lower() not in TABLE_FORMATS:
         raise ConfigError(f"--out {out}: accepted extensions are {', '.join(TABLE_FORMATS)}")

@@ -21,10 +21,8 @@ from typing import Optional, Sequence
 
 from profiling import ProfilingError
 from profiling.files import check_output_file
-from profiling.reports import MIN_CHANGE, compare_runs, format_comparison, read_run, write_table
-from profiling.statistics import AB_MIN_CHANGE
+from profiling.statistics import AB_MIN_CHANGE, AB_ROUNDS, MIN_CHANGE
 
-from .ab_compare import AB_ROUNDS, COMPARE_FILE, default_compare_folder, run_ab
 from .cli import ArgumentParser, run_tool
 from ..errors import ConfigError
 
@@ -69,6 +67,10 @@ def _folders(args) -> tuple:
             args.run_a.resolve() == args.run_b.resolve():
         raise ConfigError(f"RUN_A and RUN_B are the same folder ({args.run_a.resolve()}); give "
                           f"two runs to compare")
+    from profiling.reports import compare_runs, read_run, write_table
+
+    from .ab_compare import COMPARE_FILE, default_compare_folder
+
     min_change = MIN_CHANGE if args.min_change is None else args.min_change
     out = check_output_file(args.out or default_compare_folder() / COMPARE_FILE, "--out")
     if out.exists() and not args.overwrite:  # both checked before the work
@@ -86,6 +88,10 @@ def _main(argv: Optional[Sequence[str]]) -> None:
     if args.min_change is not None and not 0 <= args.min_change < 1:
         raise ProfilingError(f"--min-change must be a fraction from 0 to below 1, got "
                              f"{args.min_change}")
+    from profiling.reports import format_comparison
+
+    from .ab_compare import COMPARE_FILE, run_ab
+
     if args.run:
         if args.run_a is not None:
             raise ConfigError("give either two run folders or --run twice, not both")

@@ -197,6 +197,21 @@ def run_repeats(run: Any) -> Union[int, AutoRepeats]:
     return int(run.repeats)
 
 
+@contextmanager
+def torch_threads(count: Optional[int]) -> Iterator[None]:
+    """torch's intra-op threads set to ``count`` (``run.threads``) while the block runs, and
+    restored after; ``None`` leaves torch's own choice."""
+    if count is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 @dataclass
 class ProfileJob:
     """A run checked and built, ready to profile: what :func:`run_profile` does between
@@ -215,6 +230,7 @@ class ProfileJob:
     warmup: int
     repeats: Union[int, AutoRepeats]
     ceilings: Optional[Ceilings]
+    threads: Optional[int] = None
     deployed: dict[str, Any] = field(default_factory=dict)
     extra_files: dict[str, Any] = field(default_factory=dict)
 
@@ -227,7 +243,8 @@ class ProfileJob:
         repeats = self.repeats if repeats is None else repeats
         cfg, deployment = self.cfg, self.deployment
         try:
-            with deployment.running(self.device, str(cfg.model.name)), \
+            with torch_threads(self.threads), \
+                    deployment.running(self.device, str(cfg.model.name)), \
                     deployment.byte_view(self.device, self.model):
                 if deployment.runtime != "torch":
                     profiled, runtime_notes, files = profile_in_runtime(
@@ -278,7 +295,8 @@ def prepare_job(cfg: DictConfig, *, checked: bool = False) -> ProfileJob:
                      warmup=warmup)
     model, inputs, attach, notes = prepare(cfg, device, deployment)
     return ProfileJob(cfg, device, model, inputs, attach, notes, deployment, collectors, warmup,
-                      repeats, ceilings, deployed=deployment.metadata(model))
+                      repeats, ceilings, threads=cfg.run.get("threads"),
+                      deployed=deployment.metadata(model))
 
 
 def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
@@ -331,7 +349,8 @@ def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path],
     """Write the run folder of ``job``'s ``result`` into ``run_dir`` and print its summary
     (unless ``summary=false`` or ``print_summary=False``)."""
     cfg, model = job.cfg, job.model
-    files, record = job_files(job, result, run_dir)
+    with torch_threads(job.threads):  # meta.json's cpu_threads: the run's
+        files, record = job_files(job, result, run_dir)
     notes = record.notes
     run_dir = Path(run_dir)
     paths = write_folder(run_dir, files, overwrite=bool(cfg.run.get("overwrite", False)))

@@ -16,7 +16,6 @@ from typing import Optional, Sequence
 
 from profiling import ProfilingError, require_extra
 from profiling.files import read_table, write_files
-from profiling.reports import read_run
 
 from .cli import ArgumentParser, run_tool
 
@@ -35,7 +34,7 @@ def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[lis
                                                                                 list[str]]:
     """Write the plots of a run or split directory into it; return the paths and notes."""
     require_extra("matplotlib", "plots", "zoo.plot")
-    from profiling.reports import plot_split_latency, render_plots
+    from profiling.reports import plot_split_latency, read_run, render_plots
 
     if (directory / "latency.csv").is_file():
         latency = read_table(directory / "latency.csv",

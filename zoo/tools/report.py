@@ -1,23 +1,29 @@
-"""``python -m zoo.report RUN [RUN ...] [--out FILE.html]``: one self-contained HTML page.
+"""``python -m zoo.report RUN [RUN ...] [--out FILE.html [--overwrite]]``: one self-contained
+HTML page.
 
 One run folder gives the page of that run, two or more a comparison (each against the first,
 with the significance test of ``zoo.compare``), and a sweep folder (``hydra.sweep.dir``) the
 page of the sweep. The page opens from disk, without a network or a server
 (:mod:`profiling.reports.html`). It is written to ``--out``, by default ``report.html`` in the
-run or sweep folder, or ``compare_<A>_<B>.html`` beside the first run of a comparison.
+run or sweep folder, or ``compare_<A>_<B>.html`` beside the first run of a comparison. The
+file is checked before any work, and an existing one is replaced only with ``--overwrite``
+(except the default ``report.html`` of a folder this tool wrote); a symbolic link is followed.
 ``report=true`` on ``zoo.profile`` writes a run's page with the run.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from profiling import ProfilingError, require_extra
-from profiling.reports import MIN_CHANGE, RunRecord
+from profiling.statistics import MIN_CHANGE
 
 from .cli import ArgumentParser, run_tool
 from .composition import compose_config
+
+if TYPE_CHECKING:
+    from profiling.reports import RunRecord
 
 __all__ = ["main", "model_defaults", "check_report_support"]
 
@@ -53,6 +59,9 @@ def _parser() -> ArgumentParser:
     parser.add_argument("--out", type=Path, default=None,
                         help="the HTML file to write (default: report.html in the run or "
                              "sweep folder; compare_<A>_<B>.html beside the first run)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --out if it exists (refused otherwise; the default "
+                             "report.html of a run or sweep folder is always replaced)")
     parser.add_argument("--min-change", type=float, default=MIN_CHANGE,
                         help=f"a comparison's smallest significant relative time change "
                              f"(default {MIN_CHANGE}, as zoo.compare)")
@@ -73,8 +82,9 @@ def _main(argv: Optional[Sequence[str]]) -> None:
     check_report_support()
     from profiling.reports import write_report
 
-    path = write_report(args.sources, args.out, defaults=model_defaults,
-                        min_change=args.min_change, loaded=args.loaded)
+    path = write_report(args.sources, args.out, overwrite=args.overwrite,
+                        defaults=model_defaults, min_change=args.min_change,
+                        loaded=args.loaded)
     print(f"report: {path.resolve()}")
 
 

@@ -6,7 +6,8 @@ import datetime
 import secrets
 from typing import Any
 
-__all__ = ["register_resolvers", "run_stamp", "model_label", "other_tools"]
+__all__ = ["register_resolvers", "run_stamp", "model_label", "other_tools", "profile_program",
+           "help_config"]
 
 
 _ISSUED: set[str] = set()
@@ -36,13 +37,36 @@ def other_tools() -> str:
     return ", ".join(name for name in TOOLS if name != "profile")
 
 
-def register_resolvers() -> None:
-    """Register ``${zoo.stamp:}`` (cached per config, so one run keeps one name),
-    ``${zoo.label:NAME,ARCH}`` and ``${zoo.tools:}`` once per process."""
+def profile_program() -> str:
+    """``stagezoo profile`` or ``python -m zoo.profile``, as the user called the tool."""
+    from .cli import called_as
+
+    return called_as("python -m zoo.profile")
+
+
+def help_config(*, _root_: Any) -> str:
+    """The config of ``--help``: the composed one without Hydra's section and without the
+    model's ``_target_`` (which names the builder, and is not an option), as YAML (``$``
+    doubled for the help template)."""
     from omegaconf import OmegaConf
 
-    if not OmegaConf.has_resolver("zoo.tools"):
-        OmegaConf.register_new_resolver("zoo.tools", other_tools)
+    config = OmegaConf.to_container(_root_, resolve=False)
+    config.pop("hydra", None)
+    if isinstance(config.get("model"), dict):
+        config["model"].pop("_target_", None)
+    return OmegaConf.to_yaml(config).replace("$", "$$")
+
+
+def register_resolvers() -> None:
+    """Register ``${zoo.stamp:}`` (cached per config, so one run keeps one name),
+    ``${zoo.label:NAME,ARCH}``, and for ``--help`` ``${zoo.tools:}``, ``${zoo.program:}``
+    and ``${zoo.help_config:}``, once per process."""
+    from omegaconf import OmegaConf
+
+    for name, resolver in (("zoo.tools", other_tools), ("zoo.program", profile_program),
+                           ("zoo.help_config", help_config)):
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, resolver)
     if not OmegaConf.has_resolver("zoo.stamp"):
         OmegaConf.register_new_resolver("zoo.stamp", run_stamp, use_cache=True)
     if not OmegaConf.has_resolver("zoo.label"):

@@ -8,14 +8,15 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from ...errors import ProfilingError
 from ..comparison import MIN_CHANGE
-from ...files.writing import write_files
+from ...files.writing import check_output_file, holds_marker, write_file
 from ..record import RunRecord, read_run
 from .compare_page import comparison_page
 from .page import Page
 from .run_page import run_page
 from .sweep_page import sweep_page
 
-__all__ = ["REPORT_FILE", "report_page", "write_report", "report_kind", "default_output"]
+__all__ = ["REPORT_FILE", "report_page", "write_report", "report_kind", "default_output",
+           "check_report_output"]
 
 #: The report's file name in a run or sweep folder.
 REPORT_FILE = "report.html"
@@ -88,16 +89,33 @@ def default_output(sources: Sequence[PathLike]) -> Path:
     return first.resolve().parent / f"compare_{names}.html"
 
 
-def write_report(sources: Sequence[PathLike], out: Optional[PathLike] = None,
-                 **options: Any) -> Path:
-    """Write the page of :func:`report_page` to ``out`` (default :func:`default_output`)
-    and return its path. The file appears whole or not at all."""
-    page = report_page(sources, **options)
+def check_report_output(sources: Sequence[PathLike], out: Optional[PathLike] = None, *,
+                        overwrite: bool = False) -> Path:
+    """Refuse, before any work, a page's file that may not be written, and return its real path
+    (a symbolic link is followed, as a shell's ``>`` would): a name not ending in ``.html``, a
+    folder, a device, a folder that cannot be written, or a file that exists, unless
+    ``overwrite`` or it is the default ``report.html`` of a folder this tool wrote."""
     path = Path(out) if out is not None else default_output(sources)
     if path.is_dir():
         raise ProfilingError(f"{path} is a folder; give a file name ending in .html")
     if path.suffix.lower() not in (".html", ".htm"):
         raise ProfilingError(f"the report is HTML: give --out a file name ending in .html, "
                              f"got {path.name}")
-    write_files(path.parent, {path.name: page.render()})
-    return path
+    real = check_output_file(path, "--out")
+    ours = out is None and holds_marker(real.parent)
+    if real.exists() and not (overwrite or ours):
+        raise ProfilingError(f"{path} exists; choose another --out, or replace it with "
+                             f"--overwrite")
+    return real
+
+
+def write_report(sources: Sequence[PathLike], out: Optional[PathLike] = None, *,
+                 overwrite: bool = False, **options: Any) -> Path:
+    """Write the page of :func:`report_page` to ``out`` (default :func:`default_output`)
+    and return its path. ``out`` is checked first (:func:`check_report_output`); the file
+    appears whole or not at all, in the folder it goes to, and a file it replaces keeps its
+    mode."""
+    real = check_report_output(sources, out, overwrite=overwrite)
+    page = report_page(sources, **options)
+    write_file(real, page.render())
+    return Path(out) if out is not None else default_output(sources)
