@@ -77,7 +77,7 @@ def _run_folder(root, name, times_ms: dict, forward_ms: list, noise=None):
     for order, (stage_name, values) in enumerate(times_ms.items()):
         low, high = median_interval(values)
         rows.append({"stage": stage_name, "call_index": 0, "kind": "stage", "depth": 0,
-                     "order": order, "out_bytes": 1000 * (order + 1),
+                     "order": order, "in_bytes": 0, "out_bytes": 1000 * (order + 1),
                      "cpu_time_ms_median": float(pd.Series(values).median()),
                      "cpu_time_ms_median_ci95_low": low, "cpu_time_ms_median_ci95_high": high})
         repeats += [{"stage": stage_name, "call_index": 0, "repeat": i, "cpu_time_ms": v}

@@ -65,9 +65,9 @@ def test_a_folder_of_an_older_version_reads_with_todays_memory_columns(tmp_path)
     from profiling.reports import read_run
 
     (tmp_path / "meta.json").write_text(json.dumps({"config": {}}))
-    (tmp_path / "stages.csv").write_text("stage,cpu_mem_alloc_mb,cpu_mem_peak_mb,cuda_mem_peak_mb\n"
-                                         "encoder,1.5,2.5,3.5\n")
+    (tmp_path / "stages.csv").write_text(
+        "stage,kind,depth,call_index,order,in_bytes,out_bytes,cpu_mem_alloc_mb,cpu_mem_peak_mb,"
+        "cuda_mem_peak_mb\nencoder,stage,0,0,0,4,4,1.5,2.5,3.5\n")
     stages = read_run(tmp_path).stages
-    assert list(stages.columns) == ["stage", "tensor_retained_mb", "tensor_peak_mb",
-                                    "cuda_peak_mb"]
+    assert list(stages.columns)[7:] == ["tensor_retained_mb", "tensor_peak_mb", "cuda_peak_mb"]
     assert stages.loc[0, "tensor_peak_mb"] == 2.5

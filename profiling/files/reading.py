@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 from ..errors import ProfilingError
 
@@ -166,14 +167,20 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
                numeric: Callable[[str], bool] = lambda column: False,
                whole: Callable[[str], bool] = lambda column: False,
                non_negative: Callable[[str], bool] = lambda column: False,
+               signed_rows: Optional[Callable[["pd.DataFrame"], Any]] = None,
+               largest: Callable[[str], float] = lambda column: math.inf,
                unique: Sequence[str] = ()) -> "pd.DataFrame":
     """The CSV table ``path``, refused with one line naming it (and the column and row) when it
     cannot be parsed, lacks one of the ``required`` columns (a partial file, or one from
     another version), or was edited into something no run writes: something else than a
     finite number in a column that ``numeric`` names, a fraction or a negative number in a
-    column of counts (``whole``), a negative number where ``non_negative`` says none can be
-    (times), or two rows with the same ``unique`` columns (a row pasted twice). Empty cells
-    are read as missing values."""
+    column of counts (``whole``), a number larger than ``largest(column)``, a negative number
+    where ``non_negative`` says none can be (times), or two rows with the same ``unique``
+    columns (a row pasted twice). Empty cells are read as missing values.
+
+    A negative number within :data:`~profiling.statistics.coverage.ROUND_OFF` of its column's
+    largest magnitude is round-off (a difference of sums) and reads as 0; the rows that
+    ``signed_rows(table)`` marks (differences of two measurements) may hold any negative."""
     import numpy as np
     import pandas as pd
 
@@ -188,6 +195,8 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
     if missing:
         raise ProfilingError(f"{path} is broken: it lacks the columns {missing} (a partial file, "
                              f"or one written by another version)")
+    signed = (pd.Series(signed_rows(table), index=table.index, dtype=bool)
+              if signed_rows is not None else pd.Series(False, index=table.index))
     for column in table.columns:
         if not numeric(str(column)):
             continue
@@ -197,8 +206,14 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
         if whole(str(column)):
             checks.append(((values % 1 != 0) | (values < 0) | (values >= 2 ** 63),
                            "not a whole number from 0 to 2**63 - 1 (a count)"))
+        limit = largest(str(column))
+        checks.append((values.abs() > limit, f"larger than {limit:g}, more than any run "
+                                             f"measures"))
+        round_off = _round_off(values) & ~signed
         if non_negative(str(column)):
-            checks.append((values < 0, "a negative number where none can be"))
+            checks.append(((values < 0) & ~signed & ~round_off,
+                           "a negative number where none can be"))
+            values = values.mask(round_off, 0.0)
         for wrong, what in checks:
             bad = table[column][table[column].notna() & wrong]
             if len(bad):
@@ -214,3 +229,12 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
         raise ProfilingError(f"{path} is broken: row {row + 2} repeats an earlier row's {key} "
                              f"(each may appear once)")
     return table
+
+
+def _round_off(values: "pd.Series") -> "pd.Series":
+    """Which of ``values`` are negative within round-off of the column's largest magnitude."""
+    from ..statistics.coverage import ROUND_OFF
+
+    finite = values[values.abs() < math.inf]
+    scale = float(finite.abs().max()) if len(finite) else 0.0
+    return (values < 0) & (values >= -ROUND_OFF * scale)

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Un
 import pandas as pd
 
 from ..errors import ProfilingError
-from ..files.reading import read_json, read_table
+from ..files.reading import read_table
+from .meta_file import read_meta_file
 
 if TYPE_CHECKING:
     import torch
@@ -216,7 +217,7 @@ def read_run(directory: PathLike) -> RunRecord:
     directory = Path(directory)
     meta_path, error_path = directory / META_FILE, directory / ERROR_FILE
     if meta_path.is_file() and (directory / STAGES_FILE).is_file():
-        meta = _read_json(meta_path)
+        meta = read_meta_file(meta_path)
         layers = directory / LAYERS_FILE
         return RunRecord(directory, "ok", meta.get("config") or {},
                          parse_overrides(meta.get("overrides") or []), "", meta,
@@ -224,7 +225,7 @@ def read_run(directory: PathLike) -> RunRecord:
                          _read_layers(layers) if layers.is_file() else None,
                          _recorded_ceilings(meta))
     if error_path.is_file():
-        failure = _read_json(error_path)
+        failure = read_meta_file(error_path)
         error = f"{failure.get('error_type', 'Error')}: {failure.get('error', '')}"
         return RunRecord(directory, "failed", failure.get("config") or {},
                          parse_overrides(failure.get("overrides") or []), error)
@@ -236,13 +237,6 @@ def read_run(directory: PathLike) -> RunRecord:
                          f"with {STAGES_FILE} nor {ERROR_FILE}")
 
 
-#: The type each field of ``meta.json`` / ``error.json`` that the tools read must have.
-_FIELD_TYPES = {"config": (dict, "a mapping"), "overrides": (list, "a list"),
-                "forward_ms": (list, "a list of finite numbers >= 0"), "notes": (list, "a list"),
-                "noise": (dict, "a mapping"), "totals": (dict, "a mapping"),
-                "parameters": (int, "an integer"), "device_name": (str, "a text"),
-                "roofline": (dict, "a mapping"),
-                "error": (str, "a text"), "error_type": (str, "a text")}
 #: Columns of ``stages.csv`` and ``times.csv`` that hold numbers.
 _NUMBERS = re.compile(r"^(depth|call_index|order|repeat|macs|flops|activations)$|"
                       r"_(bytes|mb|ms|mean|median|p10|p90|std|low|high|read|written)$")
@@ -253,6 +247,12 @@ _COUNTS = re.compile(r"^(depth|call_index|order|repeat|macs|flops|activations)$|
                      r"^bytes_(read|written)$")
 #: Columns of times (milliseconds), never below 0; memory columns may be (memory freed).
 _TIMES = re.compile(r"_ms(_|$)")
+#: The largest time (ms) or memory (MB) a run folder may hold: 31 years, an exabyte. Beyond,
+#: sums and squares overflow (1e308 ms made numpy print 62 warnings).
+MAX_MEASURED = 1e12
+#: The columns every run's ``stages.csv`` holds (:func:`profiling.statistics.aggregate_stages`)
+#: and the tools read: a file without one of them is partial or hand-edited.
+STAGE_COLUMNS = ("stage", "kind", "depth", "call_index", "order", "in_bytes", "out_bytes")
 
 
 def _counts(column: str) -> bool:
@@ -268,21 +268,6 @@ def holds_numbers(column: str) -> bool:
     return bool(_NUMBERS.search(column))
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise ProfilingError(f"{path} is broken: it holds no JSON object")
-    for name, (kind, words) in _FIELD_TYPES.items():
-        value = data.get(name)
-        if value is not None and (not isinstance(value, kind) or isinstance(value, bool) or (
-                name == "forward_ms" and not all(isinstance(v, (int, float)) and not
-                                                 isinstance(v, bool) and math.isfinite(v)
-                                                 and v >= 0 for v in value))):
-            raise ProfilingError(f"{path} is broken: '{name}' must be {words}, got "
-                                 f"{type(value).__name__} {json.dumps(value)[:40]}")
-    return data
-
-
 def _as_written(table: pd.DataFrame, text: Sequence[str]) -> pd.DataFrame:
     """``table`` with the empty cells of its text columns (those named in ``text``, and any
     that reads as text) as the empty texts they were written from."""
@@ -292,12 +277,45 @@ def _as_written(table: pd.DataFrame, text: Sequence[str]) -> pd.DataFrame:
     return table
 
 
+def _differences(table: pd.DataFrame) -> pd.Series:
+    """The ``other`` rows: what a forward or a parent took beyond its stages, a difference of
+    two measurements, which a runtime whose node times overlap can make negative."""
+    if "kind" in table:
+        return table["kind"] == "other"
+    names = table["stage"].astype(str)
+    return (names == "other") | names.str.endswith("/other")
+
+
+def _largest(column: str) -> float:
+    return MAX_MEASURED if _times(column) or column.endswith("_mb") else math.inf
+
+
+def _read_numbers(path: Path, required: Sequence[str], unique: Sequence[str]) -> pd.DataFrame:
+    """``stages.csv`` or ``times.csv``, every number checked (:func:`read_table`)."""
+    return read_table(path, required=required, numeric=holds_numbers, whole=_counts,
+                      non_negative=_times, signed_rows=_differences, largest=_largest,
+                      unique=unique)
+
+
 def _read_stages(path: Path) -> pd.DataFrame:
-    stages = read_table(path, required=("stage",), numeric=holds_numbers, whole=_counts,
-                        non_negative=_times, unique=("stage", "call_index"))
+    stages = _read_numbers(path, STAGE_COLUMNS, ("stage", "call_index"))
     if stages.empty:
         raise ProfilingError(f"{path} is broken: it holds no stage rows")
+    _check_times_complete(path, stages)
     return _as_written(stages.rename(columns=RENAMED_COLUMNS), _STAGE_TEXT)
+
+
+def _check_times_complete(path: Path, stages: pd.DataFrame) -> None:
+    """Refuse an empty time cell in a stage or ``other`` row of a column that holds times
+    elsewhere: a run times every stage or none (a plot would draw the gap as 0 ms)."""
+    rows = stages["kind"].isin(["stage", "other"])
+    for column in filter(_times, stages.columns):
+        empty = stages[column].isna() & rows
+        if empty.any() and not empty[rows].all():
+            row = int(empty.to_numpy().argmax())
+            raise ProfilingError(f"{path} is broken: column {column}, row {row + 2} "
+                                 f"({stages['stage'].iloc[row]}) is empty where the other "
+                                 f"stages have times")
 
 
 def read_times(directory: PathLike) -> Optional[pd.DataFrame]:
@@ -307,9 +325,8 @@ def read_times(directory: PathLike) -> Optional[pd.DataFrame]:
     path = Path(directory) / TIMES_FILE
     if not path.is_file():
         return None
-    return _as_written(read_table(path, required=("stage", "call_index", "repeat"),
-                                  numeric=holds_numbers, whole=_counts, non_negative=_times,
-                                  unique=("stage", "call_index", "repeat")), _STAGE_TEXT)
+    return _as_written(_read_numbers(path, ("stage", "call_index", "repeat"),
+                                     ("stage", "call_index", "repeat")), _STAGE_TEXT)
 
 
 def _read_layers(path: Path) -> pd.DataFrame:
