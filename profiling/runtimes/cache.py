@@ -1,7 +1,7 @@
 """Exports kept across runs, keyed by everything that decides them, checked when read.
 
 Exporting is the slow step of a runtime run (a minute for a ResNet-50 detector on a small
-CPU). An entry is a folder named by :func:`~.export_key.export_key` holding either
+CPU). An entry is a folder named by :func:`~.cache_key.export_key` holding either
 ``model.onnx`` (the whole model exported) or ``parts.json`` and one ``partN.onnx`` per part
 (the whole model did not export), each beside its ``.stages.json``, and ``manifest.json``,
 written last: the key, and each file's size and SHA-256. An entry appears complete or not at
@@ -31,7 +31,7 @@ from typing import Any, Optional
 import torch
 
 from .export import ExportedModel
-from .export_key import FORMAT, export_key
+from .cache_key import FORMAT, export_key
 from .workdir import STAGING_MAX_AGE_S, STAGING_PREFIX, make_staging, reclaim_leftovers
 
 __all__ = ["export_key", "default_cache_folder", "CachedExport", "BadEntry", "read_entry",
@@ -263,14 +263,12 @@ def usable_cache(folder: Path, need_bytes: int) -> tuple[Optional[Path], Optiona
     folder = Path(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        if not folder.is_dir():
-            raise NotADirectoryError(errno.ENOTDIR, "not a folder")
         reclaim_leftovers(folder, STAGING_PREFIX, STAGING_MAX_AGE_S)
-        probe = make_staging(folder)
-        probe.rmdir()
+        make_staging(folder).rmdir()  # a folder made and removed: it takes entries
         free = shutil.disk_usage(folder).free
     except OSError as error:
-        why = error.strerror or str(error)
+        why = "it is not a folder" if isinstance(error, FileExistsError) else \
+            (error.strerror or str(error))
         return None, f"export cache {folder} is not usable ({why}): exported without it"
     if free < need_bytes:
         return None, (f"export cache {folder} is not usable (its disk has {free} bytes free, "

@@ -30,7 +30,7 @@ FORMAT = 2
 #: The packages whose version changes what the exporter writes.
 _EXPORTER_PACKAGES = ("torch", "onnx", "onnxscript", "onnx-ir")
 #: This package's modules that write an entry's content.
-_EXPORT_CODE = ("export.py", "parts.py", "export_key.py", "cache.py")
+_EXPORT_CODE = ("export.py", "parts.py", "cache_key.py", "cache.py")
 _PLAIN = (bool, int, float, str, type(None))
 
 
