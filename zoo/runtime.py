@@ -15,7 +15,7 @@ import torch
 from .errors import ConfigError
 
 __all__ = ["check_runtime", "profile_in_runtime", "int8_metric", "runtime_coverage_hint",
-           "EXPORT_FOLDER"]
+           "export_identity", "EXPORT_FOLDER"]
 
 _TORCH_ONLY = ("autocast", "channels_last", "compile")
 #: The run folder's subfolder of the exported (and quantised) ONNX files.
@@ -165,6 +165,16 @@ def runtime_coverage_hint(deployed: dict[str, Any]) -> Optional[str]:
             f"machine), which no stage can name")
 
 
+def export_identity(cfg: Any) -> dict[str, Any]:
+    """What the export cache's key takes from the app's config: the model's name and every
+    composed option of ``cfg.model`` (an option that steers the forward without changing the
+    model's structure or weights, such as GMFlow's ``attn_splits_list`` or an entry of
+    torchvision's ``arch_options``, changes the exported graph all the same)."""
+    from omegaconf import OmegaConf
+
+    return {"model": OmegaConf.to_container(cfg.model, resolve=True)}
+
+
 def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,
                        inputs: Any, *, collectors: Sequence[str], warmup: int, repeats: Any,
                        attach: dict[str, str], progress: Optional[Callable] = None
@@ -173,19 +183,18 @@ def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,
     mapped to stages, int8 against float32) and the exported files for the run folder
     (``export/model.onnx``, and ``export/model.int8.onnx`` from ONNX Runtime's quantiser)."""
     import shutil
-    import tempfile
     from pathlib import Path
 
-    from profiling.runtimes import default_cache_folder, profile_runtime
+    from profiling.runtimes import default_cache_folder, make_workdir, profile_runtime
 
-    workdir = Path(tempfile.mkdtemp(prefix="stagezoo-export-"))
+    workdir = make_workdir()
     try:
         profiled = profile_runtime(model, inputs, runtime=deployment.runtime,
                                    dtype=deployment.dtype, warmup=warmup, repeats=repeats,
                                    collectors=collectors, attach=attach, workdir=workdir,
                                    cache_folder=default_cache_folder()
                                    if cfg.run.get("export_cache", True) else None,
-                                   progress=progress)
+                                   identity=export_identity(cfg), progress=progress)
         files = {f"{EXPORT_FOLDER}/{path.name}": path.read_bytes() for path in profiled.files}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -193,7 +202,8 @@ def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,
     for key in ("exported_file", "quantised_file"):
         if key in info:
             info[key] = f"{EXPORT_FOLDER}/{Path(info[key]).name}"
-    notes = _speed_notes(info) + [
+    notes = [info["export_cache_note"]] if info.get("export_cache_note") else []
+    notes += _speed_notes(info) + [
         f"run by {info['runtime']} {info['version']} ({info['execution_provider']}), "
         f"{deployment.dtype}; {100 * (info.get('mapped_share') or 0):.1f}% of its node "
         f"time maps to stages, the rest and the runtime's own work is the 'other' row"]

@@ -14,7 +14,7 @@ import importlib.util
 from typing import Any
 
 __all__ = ["RUNTIMES", "missing_packages", "require_runtime", "profile_runtime", "RuntimeProfile", "EXTRA",
-           "default_cache_folder", "default_provider"]
+           "default_cache_folder", "default_provider", "make_workdir", "export_key"]
 
 #: The runtimes, and the packages each needs (float32; int8 adds the second tuple).
 RUNTIMES = {"onnxruntime": (("onnx", "onnxscript", "onnxruntime"), ()),
@@ -51,6 +51,10 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(".profile", __name__), name)
     if name == "default_cache_folder":
         return getattr(importlib.import_module(".cache", __name__), name)
+    if name == "export_key":
+        return getattr(importlib.import_module(".cache_key", __name__), name)
+    if name == "make_workdir":
+        return getattr(importlib.import_module(".workdir", __name__), name)
     if name == "default_provider":
         return getattr(importlib.import_module(".onnxruntime_backend", __name__), name)
     raise AttributeError(f"module 'profiling.runtimes' has no attribute '{name}'")

@@ -10,6 +10,7 @@ import numpy as np
 
 from .export import ExportedModel
 from .parts import export_failure
+from .workdir import raise_if_disk_full
 
 __all__ = ["make_backend", "quantise", "plain_forward_ms", "QuantiseFailure", "runtime_failure"]
 
@@ -23,8 +24,10 @@ class QuantiseFailure(RuntimeError):
 
 def runtime_failure(runtime: str, error: BaseException) -> str:
     """Why ``runtime`` cannot run a model, in one line: the quantiser's failure as it says,
-    else ``<runtime> could not run it: <first line of the error>``."""
+    else ``<runtime> could not run it: <first line of the error>``; a full disk raises
+    :class:`~.workdir.DiskFull`."""
     if isinstance(error, QuantiseFailure):
+        raise_if_disk_full(error)
         return str(error)
     return f"{runtime} could not run it: {export_failure(error)}"
 

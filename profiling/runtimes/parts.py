@@ -24,6 +24,7 @@ from ..stages.attach import attach_stages, hookable_modules
 from ..stages.markers import active_session
 from ..stages.session import Session
 from .export import ExportedModel, stage_path
+from .workdir import raise_if_disk_full
 
 __all__ = ["Captured", "Part", "capture_module_calls", "exportable_parts", "runtime_parts",
            "tensor_feeds", "export_failure"]
@@ -33,7 +34,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def export_failure(error: BaseException) -> str:
     """One line saying why an export failed: the exporter's exception summary where it
-    gives one, else the first line of the error."""
+    gives one, else the first line of the error. A full disk is no reason to leave a module
+    in PyTorch: it raises :class:`~.workdir.DiskFull` (a failure of the run)."""
+    raise_if_disk_full(error)
     lines = [line.strip() for line in _ANSI.sub("", str(error)).splitlines()]
     if "## Exception summary" in lines:
         after = lines[lines.index("## Exception summary") + 1:]

@@ -11,7 +11,7 @@ stages plus ``other`` add up to the measured forward.
 
 from __future__ import annotations
 
-import tempfile
+import shutil
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
@@ -27,7 +27,8 @@ from ..statistics.aggregate import aggregate_stages
 from ..statistics.coverage import with_other_calls
 from ..statistics.intervals import AutoRepeats
 from .backends import make_backend, plain_forward_ms, quantise, runtime_failure
-from .cache import CachedExport, export_key, read_entry, write_entry
+from .cache import (BadEntry, CachedExport, discard_entry, entry_limit, expected_entry_bytes,
+                    export_key, read_entry, usable_cache, write_entry)
 from .export import ExportedModel, export_onnx
 from .graph import load_graph
 from .hybrid import profile_parts
@@ -35,6 +36,7 @@ from .int8_payload import quantise_call_payloads
 from .parts import (Captured, capture_module_calls, export_failure, exportable_parts,
                     part_attach, tensor_feeds)
 from .quiet import quiet
+from .workdir import make_workdir, raise_if_disk_full
 from .runtime_profile import (RuntimeProfile, call_paths, output_difference,
                               record_output_difference, runtime_stage_map, timed_runs)
 
@@ -44,14 +46,30 @@ _UNTIMED = ("payload", "op_counts", "liveness")
 
 
 def exported_entry(model: torch.nn.Module, inputs: tuple, attach: Optional[Mapping[str, str]],
-                   workdir: Path, cache_folder: Optional[Path]) -> tuple[CachedExport, str]:
+                   workdir: Path, cache_folder: Optional[Path],
+                   identity: Optional[Mapping[str, Any]] = None
+                   ) -> tuple[CachedExport, str, Optional[str]]:
     """The model exported whole, or else its parts that export (:mod:`.parts`), from the
-    cache when it has them; and ``"hit"``, ``"miss"`` or ``"off"`` (no cache folder)."""
-    key = export_key(model, inputs, attach=attach)
+    cache when it holds a sound entry (:mod:`.cache`); ``"hit"``, ``"miss"`` or ``"off"``
+    (no cache, or none usable); and a note on the cache (``None``: nothing to say)."""
+    notes, state = [], "off"
     if cache_folder is not None:
-        entry = read_entry(Path(cache_folder) / key)
-        if entry is not None:
-            return entry, "hit"
+        cache_folder, note = usable_cache(cache_folder, expected_entry_bytes(model))
+        notes.append(note)
+    if cache_folder is not None:
+        state, folder = "miss", Path(cache_folder) / export_key(model, inputs, attach=attach,
+                                                                identity=identity)
+        try:
+            entry = read_entry(folder, workdir / "cached", entry_limit(model))
+        except BadEntry as bad:
+            shutil.rmtree(workdir / "cached", ignore_errors=True)
+            notes.append(discard_entry(folder, str(bad)))
+        except OSError as error:  # copying it into the run's folder failed
+            raise_if_disk_full(error)
+            raise
+        else:
+            if entry is not None:
+                return entry, "hit", None
     try:
         with quiet():
             whole = export_onnx(model, inputs, workdir / "model.onnx", attach=attach)
@@ -59,9 +77,9 @@ def exported_entry(model: torch.nn.Module, inputs: tuple, attach: Optional[Mappi
         entry = CachedExport(whole=whole)
     except Exception as error:  # noqa: BLE001  (what does not export runs in PyTorch)
         entry = _exported_parts(model, inputs, attach, workdir, export_failure(error))
-    if cache_folder is None:
-        return entry, "off"
-    return write_entry(Path(cache_folder) / key, entry), "miss"
+    if state == "miss":
+        notes.append(write_entry(folder, entry))
+    return entry, state, "; ".join(note for note in notes if note) or None
 
 
 def _exported_parts(model: torch.nn.Module, inputs: tuple,
@@ -93,6 +111,7 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
                     calibration: Optional[Sequence[Any]] = None,
                     workdir: Optional[Path] = None,
                     cache_folder: Optional[Path] = None,
+                    identity: Optional[Mapping[str, Any]] = None,
                     progress: Optional[Callable[[str, int, int], None]] = None
                     ) -> RuntimeProfile:
     """Profile ``model(*inputs)`` stage by stage as ``runtime`` runs it.
@@ -110,6 +129,8 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
         workdir: where the exported and quantised models go (a temporary folder if absent).
         cache_folder: where exports are kept across runs (:mod:`.cache`); ``None``: export
             every time.
+        identity: what else decides the export and the model does not show, for the
+            cache's key (plain values; the zoo gives its composed model options).
         progress: called as ``progress(phase, done, total)``.
     """
     if runtime not in ("onnxruntime", "openvino"):
@@ -117,15 +138,18 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
     if dtype not in ("float32", "int8"):
         raise ProfilingError(f"dtype '{dtype}' is not run by {runtime}; accepted: float32, int8")
     require_runtime(runtime, dtype)
-    workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="stagezoo-"))
+    workdir = Path(workdir) if workdir is not None else make_workdir()
     workdir.mkdir(parents=True, exist_ok=True)
     device_type = next((t.device.type for t in tree_flatten(inputs)[0]
                         if isinstance(t, torch.Tensor)), "cpu")
     untimed = [c for c in collectors if c in _UNTIMED] or ["payload"]
     reference = profile_model(model, inputs, collectors=untimed, attach=attach, warmup=0,
                               repeats=1)  # eager first: models that cache per size fill them
-    entry, cache_state = exported_entry(model, tuple(inputs), attach, workdir, cache_folder)
+    entry, cache_state, cache_note = exported_entry(model, tuple(inputs), attach, workdir,
+                                                    cache_folder, identity)
     deployment: dict[str, Any] = {"dtype": dtype, "export_cache": cache_state}
+    if cache_note:
+        deployment["export_cache_note"] = cache_note
     in_parts = dict(runtime=runtime, dtype=dtype, warmup=warmup, repeats=repeats, attach=attach,
                     calibration=calibration, workdir=workdir, device_type=device_type,
                     progress=progress)
