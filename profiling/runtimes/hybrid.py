@@ -29,7 +29,7 @@ from .graph import load_graph
 from .int8_payload import quantise_call_payloads
 from .quiet import quiet
 from .runtime_profile import (RuntimeProfile, call_paths, forward_calls,
-                              record_output_difference, record_precisions, runtime_stage_map)
+                              record_output_difference, record_nodes, runtime_stage_map)
 from .stage_map import enclosing_paths, part_path
 
 __all__ = ["profile_parts"]
@@ -155,13 +155,13 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
     inside: set[str] = set()
     part_paths: list[dict[str, str]] = []  # per part: full stage path -> path in the part
     mapped_ms = node_ms = 0.0
-    sessions = []  # per part: its backend and node times per forward
+    sessions = []  # per part: its backend, stage map and node times per forward
     for part, backend, stage_map in zip(parts, backends, maps):
         prefixes = part.prefixes[-count:]
         before = part.captured.calls_before
         runs = []
         node_runs = backend.node_times(0)[-count:]
-        sessions.append((backend, node_runs))
+        sessions.append((backend, stage_map, node_runs))
         for prefix, node_times in zip(prefixes, node_runs):
             times, unmapped = stage_map.stage_times(node_times)
             runs.append({part_path(prefix, p, before): ms for p, ms in times.items()})
@@ -198,7 +198,7 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
     part_roots = {p.prefixes[-1] for p in parts if p.prefixes}
     stages["engine"] = _engines(rows, call_paths(rows), inside, part_roots, runtime)
     deployment.update(backends[0].describe() if backends else {"runtime": runtime})
-    record_precisions(deployment, sessions)
+    record_nodes(deployment, sessions)
     deployment["parts"] = {part.path: str(part.exported.path) for part in parts}
     deployment["in_torch"] = in_torch
     deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import ProfilingError
 from .graph import load_graph
+from .main_operator import MAIN_ONNX_OPS
 
 __all__ = ["OnnxRuntimeBackend", "cuda_provider_available", "default_provider"]
 
@@ -93,6 +94,18 @@ class OnnxRuntimeBackend:
         ``int8`` for a quantised operator's ``uint8``/``int8``), read from the profile by
         :meth:`node_times`."""
         return dict(self._precisions)
+
+    def main_nodes(self) -> set[str]:
+        """The optimised graph's nodes that run a convolution or matrix product."""
+        if self.optimized_path is None or not self.optimized_path.is_file():
+            return set()
+        return {node for node, op in load_graph(self.optimized_path).op_types.items()
+                if op in MAIN_ONNX_OPS}
+
+    def constituents(self) -> dict[str, list[str]]:
+        """Nothing: the optimised graph does not say which nodes a fused one was made of
+        (the main operator is found from the exported graph instead)."""
+        return {}
 
     def aliases(self) -> dict[str, list[str]]:
         """Each optimised node's name -> the values it reads and writes (where a name that

@@ -23,6 +23,8 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from .main_operator import MAIN_OPENVINO_TYPES
+
 __all__ = ["OpenVinoBackend", "PRECISION_HINTS", "per_inference_times"]
 
 #: The dtype a run names -> OpenVINO's ``INFERENCE_PRECISION_HINT``.
@@ -125,6 +127,15 @@ class OpenVinoBackend:
                 precisions[op.get_friendly_name()] = precision_name(
                     str(info["runtimePrecision"].astype(str)))
         return precisions
+
+    def main_nodes(self) -> set[str]:
+        """The runtime nodes that run a convolution or matrix product (their layer type)."""
+        return {op.get_friendly_name() for op in self.compiled.get_runtime_model().get_ordered_ops()
+                if str(op.get_rt_info()["layerType"].astype(str)) in MAIN_OPENVINO_TYPES}
+
+    def constituents(self) -> dict[str, list[str]]:
+        """Each runtime node's name -> the original layers fused into it."""
+        return self.aliases()
 
     def aliases(self) -> dict[str, list[str]]:
         """Each runtime node's name -> the original layers it was made from."""

@@ -35,7 +35,7 @@ from .parts import (Captured, capture_module_calls, export_failure, exportable_p
                     part_attach, tensor_feeds)
 from .quiet import quiet
 from .runtime_profile import (RUNTIME_DTYPES, RuntimeProfile, call_paths, forward_calls,
-                              output_difference, record_output_difference, record_precisions,
+                              output_difference, record_output_difference, record_nodes,
                               runtime_stage_map, timed_runs)
 
 __all__ = ["RuntimeProfile", "profile_runtime", "output_difference"]
@@ -158,7 +158,7 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
     stage_map = runtime_stage_map(exported, run_path, backend, graph)
     node_runs = backend.node_times(warmup)
     per_run = [stage_map.stage_times(times) for times in node_runs]
-    record_precisions(deployment, [(backend, node_runs)])
+    record_nodes(deployment, [(backend, stage_map, node_runs)])
     calls = list(reference.calls)
     paths = call_paths(calls)
     metric = "cuda_time_ms" if device_type == "cuda" else "cpu_time_ms"

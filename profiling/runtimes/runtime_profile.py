@@ -23,7 +23,7 @@ from .stage_map import StageMap
 
 __all__ = ["RuntimeProfile", "call_paths", "output_difference", "record_output_difference",
            "runtime_stage_map", "timed_runs", "forward_calls", "precision_shares", "RUNTIME_DTYPES",
-           "record_precisions", "judged_difference", "OUTPUT_SCALE_FLOOR"]
+           "record_nodes", "judged_difference", "OUTPUT_SCALE_FLOOR"]
 
 #: The dtypes each runtime runs: ``float32`` executes float32 (OpenVINO told so: its CPU
 #: default is bfloat16 where the CPU has it), OpenVINO's bfloat16 is a choice of its own.
@@ -97,18 +97,24 @@ def precision_shares(per_run: Sequence[Mapping[str, float]], precisions: Mapping
         if whole else {}
 
 
-def record_precisions(deployment: dict[str, Any],
-                      sessions: Sequence[tuple[Any, Sequence[Mapping[str, float]]]]) -> None:
+def record_nodes(deployment: dict[str, Any],
+                 sessions: Sequence[tuple[Any, StageMap, Sequence[Mapping[str, float]]]]
+                 ) -> None:
     """Put in ``deployment`` the precision each runtime node executed in
-    (``node_precisions``) and the share of node time in each (``executed_precision``), from
-    each session (a backend) and its node times per forward."""
+    (``node_precisions``), the share of node time in each (``executed_precision``) and the
+    runtime nodes that span a stage boundary (``nodes_across_stages``: each counts to its
+    main operator's stage), from each session: a backend, its stage map and its node times
+    per forward."""
     precisions: dict[str, str] = {}
     node_runs: list[Mapping[str, float]] = []
-    for backend, runs in sessions:
+    across: list[str] = []
+    for backend, stage_map, runs in sessions:
         precisions.update(backend.node_precisions())
         node_runs.extend(runs)
+        across += stage_map.across_stages(sorted({node for times in runs for node in times}))
     deployment["node_precisions"] = precisions
     deployment["executed_precision"] = precision_shares(node_runs, precisions)
+    deployment["nodes_across_stages"] = len(across)
 
 
 def call_paths(calls: Sequence[StageCall]) -> dict[int, str]:
@@ -182,14 +188,14 @@ def runtime_stage_map(exported: ExportedModel, run_path: Path, backend: Any,
     graph = graph or load_graph(exported.path)
     readers = {name: graph.consumers[name][0] for name in exported.input_names
                if graph.consumers.get(name)}
-    stage_map = StageMap(exported.node_stages, graph.producers, input_readers=readers)
+    node_stages = exported.node_stages
     if run_path != exported.path:
-        run_graph = load_graph(run_path)
-        stage_map = StageMap(stage_map.derive(run_graph.producers), run_graph.producers,
-                             input_readers=readers)
-    stage_map.aliases = backend.aliases()
-    stage_map.neighbours = backend.neighbours()
-    return stage_map
+        node_stages = StageMap(node_stages, graph.producers, input_readers=readers,
+                               structure=graph).derive(load_graph(run_path).producers)
+        graph = load_graph(run_path)
+    return StageMap(node_stages, graph.producers, aliases=backend.aliases(),
+                    input_readers=readers, neighbours=backend.neighbours(), structure=graph,
+                    main_nodes=backend.main_nodes(), constituents=backend.constituents())
 
 
 def timed_runs(run: Callable[[], Any], warmup: int, repeats: Union[int, AutoRepeats],
