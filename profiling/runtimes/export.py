@@ -26,8 +26,13 @@ from ..stages.markers import StageCall
 from ..stages.session import Session
 from .main_operator import MAIN_ONNX_OPS, is_main_fx_target, nearest_main
 
-__all__ = ["TaggingSession", "ExportedModel", "export_onnx", "stage_path", "STAGE_KEY"]
+__all__ = ["TaggingSession", "ExportedModel", "export_onnx", "stage_path", "STAGE_KEY",
+           "TAGGING_RULES"]
 
+#: The version of the rules that tag the exported nodes: a cached export's node map is only
+#: valid for the rules that wrote it, so the export cache's key must include this (2: a
+#: convolution the exporter folded a norm into keeps the convolution's stage).
+TAGGING_RULES = 2
 #: The key of the tag in an FX node's ``meta["custom"]``.
 STAGE_KEY = "stagezoo_stage"
 _NAME_SCOPES = "pkg.torch.onnx.name_scopes"
