@@ -189,12 +189,21 @@ def test_the_output_difference_skips_tensors_of_another_shape_and_zeros():
 @pytest.mark.parametrize("dtype, figures, expected", [
     ("float32", {"max_abs_difference": 3e-7, "reference_max_abs": 4.0,
                  "relative_max_difference": 7.5e-8},
-     "onnxruntime's float32 output against PyTorch's: max abs difference 3e-07, 7.5e-08 of "
-     "the output's largest value (4)"),
+     "onnxruntime's float32 output against PyTorch's float32: max abs difference 3e-07, "
+     "7.5e-08 of the output's scale (its largest value 4, at least 0.001)"),
+    ("float32", {"max_abs_difference": 5e-16, "reference_max_abs": 1e-15,
+                 "relative_max_difference": 0.5},
+     "onnxruntime's float32 output against PyTorch's float32: max abs difference 5e-16, "
+     "5e-13 of the output's scale (its largest value 1e-15, at least 0.001)"),
+    ("bfloat16", {"max_abs_difference": 0.4, "reference_max_abs": 40.0,
+                  "relative_max_difference": 0.01},
+     "onnxruntime's bfloat16 output against PyTorch's float32: max abs difference 0.4, "
+     "0.01 of the output's scale (its largest value 40, at least 0.001)"),
     ("float32", {"max_abs_difference": 0.5, "reference_max_abs": 2.0,
                  "relative_max_difference": 0.25},
-     "onnxruntime's float32 output against PyTorch's: max abs difference 0.5, 0.25 of the "
-     "output's largest value (2); more than float32 round-off (>0.001): the exported model "
+     "onnxruntime's float32 output against PyTorch's float32: max abs difference 0.5, 0.25 "
+     "of the output's scale (its largest value 2, at least 0.001); more than float32 "
+     "round-off (>0.001): the exported model "
      "does not compute what the PyTorch one does, so its stage times describe another "
      "network"),
     ("int8", {"max_abs_difference": 0.5, "relative_max_difference": 0.25},
@@ -402,6 +411,21 @@ def test_an_int8_segmentation_reports_the_share_of_pixels_whose_label_holds(mode
     metric = int8_metric(model_name, wrap(logits), outputs)
     assert metric == {"pixel_agreement": pytest.approx(1 - flipped / 8)}
     assert 0 < flipped <= 4
+
+
+def test_near_zero_logits_decide_no_label():
+    """Before: a network with near-zero outputs (random weights) read top-1 agreement 0,
+    its logits ordered by round-off of 1e-16."""
+    from zoo.runtime import int8_metric
+
+    logits = _logits((4, 10)) * 1e-15
+    got = (logits + 5e-16 * _logits((4, 10), seed=1)).numpy()
+    assert int8_metric("torchvision", logits, [got]) == {"top1_agreement_decided": 0.0}
+    half = logits.clone()
+    half[:2] = _logits((2, 10), seed=2)  # two samples of real logits, kept as they are
+    got[:2] = half[:2].numpy()
+    assert int8_metric("torchvision", half, [got]) == {"top1_agreement_decided": 0.5,
+                                                       "top1_agreement": 1.0}
 
 
 def test_a_feature_map_that_is_no_segmentation_gets_no_pixel_metric():

@@ -183,7 +183,7 @@ def test_int8_run_quantises_the_boundaries_to_one_byte_per_element(runtime, tmp_
 @pytest.mark.parametrize("overrides, message", [
     (["run.dtype=int8"], "run.dtype=int8 needs an inference runtime"),
     (["run.runtime=onnxruntime", "device=meta"], "device=meta computes nothing"),
-    (["run.runtime=openvino", "run.dtype=bfloat16"], "runs run.dtype=float32 or int8"),
+    (["run.runtime=onnxruntime", "run.dtype=bfloat16"], "runs run.dtype=float32 or int8"),
     (["run.runtime=onnxruntime", "run.channels_last=true"], "run.channels_last=true is a "
                                                             "PyTorch option"),
 ])

@@ -106,7 +106,8 @@ class Deployment:
         stay float32 and autocast casts per operator. ``channels_last`` puts the model and
         every 4-D input in ``torch.channels_last``.
         """
-        cast = self.dtype in ("float16", "bfloat16") and not self.autocast
+        cast = self.dtype in ("float16", "bfloat16") and not self.autocast and \
+            self.runtime == "torch"  # a runtime takes the float32 model and runs it in dtype
         if cast:
             model = model.to(self.torch_dtype)
         if self.channels_last:
@@ -191,6 +192,8 @@ class Deployment:
                      "int32; nothing runs)"]
         elif self.dtype == "int8":
             words = ["int8 weights and activations (static post-training quantisation)"]
+        elif self.runtime != "torch":
+            words = [f"float32 model executed in {self.dtype}"]
         else:
             words = [f"{self.dtype} weights and inputs"]
         if self.channels_last:

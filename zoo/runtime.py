@@ -27,6 +27,7 @@ def check_runtime(deployment: Any, device: torch.device) -> None:
     :class:`~zoo.deploy.Deployment`) can run in its runtime on
     ``device`` (the runtime's packages installed, the options it takes)."""
     from profiling.runtimes import require_runtime
+    from profiling.runtimes.runtime_profile import RUNTIME_DTYPES
 
     runtime = deployment.runtime
     if runtime == "torch":
@@ -39,9 +40,10 @@ def check_runtime(deployment: Any, device: torch.device) -> None:
     if device.type == "meta":
         raise ConfigError(f"run.runtime={runtime} runs the exported model and device=meta "
                           f"computes nothing; use device=cpu, or run.runtime=torch")
-    if deployment.dtype not in ("float32", "int8"):
-        raise ConfigError(f"run.runtime={runtime} runs run.dtype=float32 or int8, got "
-                          f"run.dtype={deployment.dtype}; use run.runtime=torch for 16-bit types")
+    accepted = RUNTIME_DTYPES[runtime]
+    if deployment.dtype not in accepted:
+        raise ConfigError(f"run.runtime={runtime} runs run.dtype={' or '.join(accepted)}, got "
+                          f"run.dtype={deployment.dtype}; use run.runtime=torch for it")
     used = [name for name in _TORCH_ONLY if getattr(deployment, name)]
     if used:
         raise ConfigError(f"run.{used[0]}=true is a PyTorch option and run.runtime={runtime} "
@@ -63,6 +65,28 @@ def check_runtime(deployment: Any, device: torch.device) -> None:
 _SEGMENTATION = ("swiftnet", "swin_unet")
 
 
+def _label_agreement(name: str, reference: Any, got: Any) -> dict[str, float]:
+    """``{name: share}`` of the positions (samples, pixels) whose label (argmax over axis 1)
+    is the same in ``got`` as in ``reference``, over the positions the reference decides:
+    its best class ahead of the second by more than float32 round-off (1e-6 of its largest
+    logit, that never below :data:`~profiling.runtimes.runtime_profile.OUTPUT_SCALE_FLOOR`).
+    The logits of a network whose outputs are all near zero (random weights) are ordered by
+    round-off, not by the network: there no position is decided and ``{name}_decided``, the
+    share of decided positions, is 0."""
+    import numpy as np
+    from profiling.runtimes.runtime_profile import OUTPUT_SCALE_FLOOR
+
+    ordered = np.sort(reference, axis=1)
+    margin = ordered[:, -1] - ordered[:, -2]
+    decided = margin > 1e-6 * max(float(np.abs(reference).max()), OUTPUT_SCALE_FLOOR)
+    if decided.all():
+        return {name: float((reference.argmax(1) == got.argmax(1)).mean())}
+    figures = {f"{name}_decided": float(decided.mean())}
+    if decided.any():
+        figures[name] = float((reference.argmax(1) == got.argmax(1))[decided].mean())
+    return figures
+
+
 def int8_metric(model_name: str, reference: Any, outputs: Sequence[Any]) -> dict[str, float]:
     """One cheap task metric between the float32 output and the int8 runtime's: top-1
     agreement for a classifier's logits ``[B, classes]``, pixel agreement of the labels for a
@@ -78,11 +102,11 @@ def int8_metric(model_name: str, reference: Any, outputs: Sequence[Any]) -> dict
         return {}
     first, got = expected[0], np.asarray(outputs[0], dtype=np.float32)
     if first.ndim == 2 and got.shape == first.shape and model_name in ("torchvision", "timm"):
-        return {"top1_agreement": float((first.argmax(1) == got.argmax(1)).mean())}
+        return _label_agreement("top1_agreement", first, got)
     segments = model_name in _SEGMENTATION or (
         model_name == "torchvision" and isinstance(reference, dict) and "out" in reference)
     if segments and first.ndim == 4 and first.shape[1] >= 2 and got.shape == first.shape:
-        return {"pixel_agreement": float((first.argmax(1) == got.argmax(1)).mean())}
+        return _label_agreement("pixel_agreement", first, got)
     last, got = expected[-1], np.asarray(outputs[len(expected) - 1], dtype=np.float32)
     if model_name.startswith("gmflow") and last.ndim == 4 and last.shape[1] == 2 and \
             got.shape == last.shape:
@@ -97,6 +121,8 @@ PROFILER_OVERHEAD_NOISE = 0.95
 #: A float32 runtime output further than this from PyTorch's, relative to the output's
 #: largest value, is more than float32 round-off (ONNX Runtime and OpenVINO stay near 1e-6).
 FLOAT32_AGREEMENT = 1e-3
+#: The same for OpenVINO's bfloat16 (8 bits of mantissa: 0.4% per operator, accumulating).
+BFLOAT16_AGREEMENT = 0.1
 
 
 def _speed_notes(info: dict[str, Any]) -> list[str]:
@@ -128,7 +154,12 @@ def _speed_notes(info: dict[str, Any]) -> list[str]:
 
 
 def _output_notes(info: dict[str, Any], dtype: str, random_weights: bool) -> list[str]:
-    """What the run says about the runtime's output against PyTorch's float32 output."""
+    """What the run says about the runtime's output against PyTorch's float32 output: the
+    difference relative to the output's scale (never below :data:`OUTPUT_SCALE_FLOOR`, so
+    that a network whose outputs are all near zero raises no alarm over a difference of
+    1e-16), and whether it is more than the round-off of the precision that ran."""
+    from profiling.runtimes.runtime_profile import OUTPUT_SCALE_FLOOR, judged_difference
+
     if dtype == "int8":
         difference = ", ".join(f"{k} {v:.4g}" for k, v in info["int8_output"].items())
         return [f"int8 (static post-training quantisation, calibrated on "
@@ -138,15 +169,27 @@ def _output_notes(info: dict[str, Any], dtype: str, random_weights: bool) -> lis
     figures = info.get("output_difference") or {}
     if "max_abs_difference" not in figures:
         return []
-    relative = figures.get("relative_max_difference", 0.0)
-    line = (f"{info['runtime']}'s float32 output against PyTorch's: max abs difference "
-            f"{figures['max_abs_difference']:.3g}, {relative:.2g} of the output's largest "
-            f"value ({figures['reference_max_abs']:.3g})")
-    if relative > FLOAT32_AGREEMENT:
-        line += (f"; more than float32 round-off (>{FLOAT32_AGREEMENT:g}): the exported model "
+    judged = judged_difference(figures)
+    line = (f"{info['runtime']}'s {dtype} output against PyTorch's float32: max abs difference "
+            f"{figures['max_abs_difference']:.3g}, {judged:.2g} of the output's scale "
+            f"(its largest value {figures['reference_max_abs']:.3g}, at least "
+            f"{OUTPUT_SCALE_FLOOR:g})")
+    tolerance = BFLOAT16_AGREEMENT if dtype == "bfloat16" else FLOAT32_AGREEMENT
+    if judged > tolerance:
+        line += (f"; more than {dtype} round-off (>{tolerance:g}): the exported model "
                  f"does not compute what the PyTorch one does, so its stage times describe "
                  f"another network")
     return [line]
+
+
+def _precision_note(info: dict[str, Any], dtype: str) -> str:
+    """``executed in float32 (100% of node time)``: the precision the runtime really ran,
+    as it reports it per node, against the run's dtype."""
+    shares = info.get("executed_precision") or {}
+    said = ", ".join(f"{kind} {share:.0%}" for kind, share in shares.items())
+    floating = info.get("inference_precision", "unknown")
+    return (f"run.dtype={dtype}: {info['runtime']} executed its floating operators in "
+            f"{floating}" + (f"; node time by precision: {said}" if said else ""))
 
 
 #: From this share of a runtime's node time in stages on, naming more stages cannot help.
@@ -206,7 +249,8 @@ def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,
     notes += _speed_notes(info) + [
         f"run by {info['runtime']} {info['version']} ({info['execution_provider']}), "
         f"{deployment.dtype}; {100 * (info.get('mapped_share') or 0):.1f}% of its node "
-        f"time maps to stages, the rest and the runtime's own work is the 'other' row"]
+        f"time maps to stages, the rest and the runtime's own work is the 'other' row",
+        _precision_note(info, deployment.dtype)]
     if "parts" in info:
         info["parts"] = {path: f"{EXPORT_FOLDER}/{Path(file).name}"
                          for path, file in info["parts"].items()}

@@ -33,11 +33,14 @@ def runtime_failure(runtime: str, error: BaseException) -> str:
 
 
 def make_backend(runtime: str, path: Path, workdir: Path, device_type: str, profile: bool,
-                 quantised_model: Any = None, *, spinning: bool = True):
+                 quantised_model: Any = None, *, spinning: bool = True,
+                 dtype: str = "float32"):
     """An :class:`~.onnxruntime_backend.OnnxRuntimeBackend` or
     :class:`~.openvino_backend.OpenVinoBackend` of the file at ``path`` (or of NNCF's
     ``quantised_model``), its profiler on when ``profile``; ``spinning=False`` keeps ONNX
-    Runtime's idle threads from spinning (for sessions that take turns on the same cores)."""
+    Runtime's idle threads from spinning (for sessions that take turns on the same cores).
+    ``dtype`` is the run's: OpenVINO executes the floating operators in it (``int8``: the
+    operators left in float in float32), never in its own default."""
     if runtime == "onnxruntime":
         from .onnxruntime_backend import OnnxRuntimeBackend, default_provider
 
@@ -46,7 +49,13 @@ def make_backend(runtime: str, path: Path, workdir: Path, device_type: str, prof
     from .openvino_backend import OpenVinoBackend
 
     return OpenVinoBackend(quantised_model if quantised_model is not None else path,
-                           profile=profile)
+                           profile=profile, precision=float_precision(dtype))
+
+
+def float_precision(dtype: str) -> str:
+    """The precision a run of ``dtype`` executes its floating operators in: ``int8`` keeps
+    the operators it does not quantise in ``float32``."""
+    return "float32" if dtype == "int8" else dtype
 
 
 def quantise(runtime: str, exported: ExportedModel, workdir: Path,
@@ -77,10 +86,11 @@ def _quantise(runtime: str, exported: ExportedModel, workdir: Path,
 
 def plain_forward_ms(runtime: str, path: Path, workdir: Path, device_type: str,
                      feeds: Sequence[np.ndarray], warmup: int, repeats: int,
-                     quantised_model: Any = None) -> list[float]:
+                     quantised_model: Any = None, dtype: str = "float32") -> list[float]:
     """Forward times (ms) of the model at ``path`` (or NNCF's ``quantised_model``) in
-    ``runtime``, its profiler off."""
-    backend = make_backend(runtime, path, workdir, device_type, False, quantised_model)
+    ``runtime`` and ``dtype``, its profiler off."""
+    backend = make_backend(runtime, path, workdir, device_type, False, quantised_model,
+                           dtype=dtype)
     times = []
     for index in range(warmup + repeats):
         start = time.perf_counter_ns()

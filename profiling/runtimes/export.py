@@ -24,9 +24,15 @@ from torch.utils._pytree import tree_flatten
 from ..stages.attach import attach_stages
 from ..stages.markers import StageCall
 from ..stages.session import Session
+from .main_operator import MAIN_ONNX_OPS, is_main_fx_target, nearest_main
 
-__all__ = ["TaggingSession", "ExportedModel", "export_onnx", "stage_path", "STAGE_KEY"]
+__all__ = ["TaggingSession", "ExportedModel", "export_onnx", "stage_path", "STAGE_KEY",
+           "TAGGING_RULES"]
 
+#: The version of the rules that tag the exported nodes: a cached export's node map is only
+#: valid for the rules that wrote it, so the export cache's key must include this (2: a
+#: convolution the exporter folded a norm into keeps the convolution's stage).
+TAGGING_RULES = 2
 #: The key of the tag in an FX node's ``meta["custom"]``.
 STAGE_KEY = "stagezoo_stage"
 _NAME_SCOPES = "pkg.torch.onnx.name_scopes"
@@ -109,13 +115,13 @@ def export_onnx(model: torch.nn.Module, inputs: Any, path: Path, *,
             TaggingSession(), torch.inference_mode(False), torch.no_grad():
         program = torch.onnx.export(model, args, kwargs=kwargs, dynamo=True, opset_version=opset,
                                     optimize=True, verbose=False, report=False)
-    tags = {node.name: (node.meta.get("custom") or {}).get(STAGE_KEY, "")
-            for node in program.exported_program.graph.nodes}
+    fx_nodes = {node.name: node for node in program.exported_program.graph.nodes}
     proto = program.model_proto
     node_stages = {}
     for node in proto.graph.node:
         scopes = _name_scopes(node)
-        node_stages[node.name] = tags.get(scopes[-1], "") if scopes else ""
+        node_stages[node.name] = _fx_stage(fx_nodes, scopes[-1] if scopes else "",
+                                           node.op_type in MAIN_ONNX_OPS)
     program.save(str(path))
     count = sum(isinstance(leaf, torch.Tensor) for leaf in tree_flatten((args, kwargs or {}))[0])
     if len(proto.graph.input) != count:
@@ -123,6 +129,24 @@ def export_onnx(model: torch.nn.Module, inputs: Any, path: Path, *,
                          f"{count} input tensors")
     return ExportedModel(path, node_stages, [v.name for v in proto.graph.input],
                          [v.name for v in proto.graph.output])
+
+
+def _fx_stage(fx_nodes: Mapping[str, Any], name: str, main: bool) -> str:
+    """The stage tag of the FX node ``name``; for an ONNX node that runs a convolution or
+    matrix product (``main``) but carries the metadata of an operator the exporter folded
+    into it (a batch norm), the tag of that convolution (:mod:`.main_operator`)."""
+    node = fx_nodes.get(name)
+    if node is None:
+        return ""
+    if main:
+        def makers(fx_name: str) -> list[str]:
+            return [arg.name for arg in fx_nodes[fx_name].all_input_nodes]
+
+        found = nearest_main(name, makers,
+                             lambda fx_name: is_main_fx_target(fx_nodes[fx_name].target),
+                             lambda fx_name: True)
+        node = fx_nodes[found] if found is not None else node
+    return (node.meta.get("custom") or {}).get(STAGE_KEY, "")
 
 
 def _name_scopes(node: Any) -> list[str]:

@@ -3,7 +3,7 @@ that cross each stage call's boundary."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -32,6 +32,7 @@ class OnnxGraph:
         shapes: value name -> static shape, where shape inference knows it.
         op_types: node name -> operator type.
         outputs: the graph's output values.
+        node_inputs: node name -> the values it reads, in order.
     """
 
     producers: dict[str, str]
@@ -39,6 +40,12 @@ class OnnxGraph:
     shapes: dict[str, tuple[int, ...]]
     op_types: dict[str, str]
     outputs: list[str]
+    node_inputs: dict[str, list[str]] = field(default_factory=dict)
+
+    def makers(self, node: str) -> list[str]:
+        """The nodes that make ``node``'s inputs, in the order it reads them."""
+        return [self.producers[value] for value in self.node_inputs.get(node, ())
+                if value in self.producers]
 
     def carried_quantised(self, quantised: set[str]) -> set[str]:
         """``quantised`` and the values that operators which only move or select elements
@@ -99,9 +106,10 @@ def load_graph(path: Path) -> OnnxGraph:
     except Exception:  # noqa: BLE001  (a contrib operator: keep the shapes the file has)
         pass
     graph = model.graph
-    producers, consumers, op_types = {}, {}, {}
+    producers, consumers, op_types, node_inputs = {}, {}, {}, {}
     for node in graph.node:
         op_types[node.name] = node.op_type
+        node_inputs[node.name] = [value for value in node.input if value]
         for value in node.output:
             producers[value] = node.name
         for value in node.input:
@@ -113,4 +121,5 @@ def load_graph(path: Path) -> OnnxGraph:
         shape = _shape(info)
         if shape is not None and info.name not in initializers:
             shapes[info.name] = shape
-    return OnnxGraph(producers, consumers, shapes, op_types, [v.name for v in graph.output])
+    return OnnxGraph(producers, consumers, shapes, op_types, [v.name for v in graph.output],
+                     node_inputs)

@@ -28,8 +28,8 @@ from .parts import Part, capture_module_calls, runtime_parts, tensor_feeds
 from .graph import load_graph
 from .int8_payload import quantise_call_payloads
 from .quiet import quiet
-from .runtime_profile import (RuntimeProfile, call_paths, record_output_difference,
-                              runtime_stage_map)
+from .runtime_profile import (RuntimeProfile, call_paths, forward_calls,
+                              record_output_difference, record_nodes, runtime_stage_map)
 from .stage_map import enclosing_paths, part_path
 
 __all__ = ["profile_parts"]
@@ -57,7 +57,8 @@ def _part_backend(model: torch.nn.Module, part: Part, runtime: str, dtype: str,
         with quiet():
             run_path, quantised_model, values = quantise(
                 runtime, part.exported, workdir, _calibration_feeds(model, part, calibration))
-    backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model)
+    backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model,
+                           dtype=dtype)
     return backend, run_path, values
 
 
@@ -138,19 +139,30 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
         raise ProfilingError(_nothing_runs(model, runtime, in_torch))
     timer = "cuda_time" if device_type == "cuda" else "cpu_time"
     metric = f"{timer}_ms"
+
+    def after_forward(phase: str, done: int, total: int) -> None:
+        """Called after each forward, outside its timed span: the counters are read here."""
+        for backend in backends:
+            backend.record()
+        if progress:
+            progress(phase, done, total)
+
     with runtime_parts(model, parts, [backend.run for backend in backends]):
         hybrid = profile_model(model, inputs, collectors=[timer], warmup=warmup,
-                               repeats=repeats, attach=attach, progress=progress)
+                               repeats=repeats, attach=attach, progress=after_forward)
     count = len(hybrid.timed)
     inner_runs = []  # per part: per timed forward, full stage path -> ms
     inside: set[str] = set()
     part_paths: list[dict[str, str]] = []  # per part: full stage path -> path in the part
     mapped_ms = node_ms = 0.0
+    sessions = []  # per part: its backend, stage map and node times per forward
     for part, backend, stage_map in zip(parts, backends, maps):
         prefixes = part.prefixes[-count:]
         before = part.captured.calls_before
         runs = []
-        for prefix, node_times in zip(prefixes, backend.node_times(0)[-count:]):
+        node_runs = backend.node_times(0)[-count:]
+        sessions.append((backend, stage_map, node_runs))
+        for prefix, node_times in zip(prefixes, node_runs):
             times, unmapped = stage_map.stage_times(node_times)
             runs.append({part_path(prefix, p, before): ms for p, ms in times.items()})
             top = sum(ms for p, ms in times.items() if "/" not in p)
@@ -179,20 +191,14 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
                     for c, path in zip(stages, call_paths(stages).values())}
         for runs in inner_runs:
             measured.update({p: ms for p, ms in runs[index].items() if p not in measured})
-        forward_calls = []
-        for call in calls:
-            if call.kind == "stage":
-                copy = StageCall(call.name, call.kind, call.index, call.parent, call.depth,
-                                 call.call_index)
-                copy.metrics[metric] = measured.get(paths[call.index], 0.0)
-                forward_calls.append(copy)
-        timed.append(with_other_calls(forward_calls, {metric: total}))
+        timed.append(forward_calls(calls, paths, measured, metric, total))
     counter = reference.collectors.get("op_counts")
     rows = with_other_calls(calls, counter.total.as_dict() if counter else {})
     stages = aggregate_stages(rows, timed)
     part_roots = {p.prefixes[-1] for p in parts if p.prefixes}
     stages["engine"] = _engines(rows, call_paths(rows), inside, part_roots, runtime)
     deployment.update(backends[0].describe() if backends else {"runtime": runtime})
+    record_nodes(deployment, sessions)
     deployment["parts"] = {part.path: str(part.exported.path) for part in parts}
     deployment["in_torch"] = in_torch
     deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None
@@ -201,5 +207,5 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
     result = ProfileResult(calls=calls, events=reference.events, timed=timed,
                            forward_ms=list(hybrid.forward_ms), stages=stages,
                            output=reference.output, collectors=reference.collectors,
-                           notes=list(reference.notes), noise={})
+                           notes=list(reference.notes), noise=hybrid.noise)
     return RuntimeProfile(result, deployment, None, outputs, None, files=files)

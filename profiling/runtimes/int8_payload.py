@@ -22,19 +22,57 @@ def quantised_shapes(boundaries: Sequence[Boundary], is_quantised: Callable[[str
     return quantised, plain
 
 
+def _floating_leaves(node: Optional[PayloadNode]) -> list[TensorLeaf]:
+    if isinstance(node, TensorLeaf):
+        return [node] if node.dtype.is_floating_point else []
+    if node is None:
+        return []
+    return [leaf for _, child in node.items for leaf in _floating_leaves(child)]
+
+
+def _matched(leaves: Sequence[TensorLeaf], quantised: list[tuple[int, ...]]) -> set[int]:
+    """The positions of ``leaves`` that are quantised values: a value of the same shape
+    first, else one of as many elements (the runtime graph carries the tensor in another
+    layout: the exporter moved a reshape or transpose across the boundary); each value once."""
+    left = list(quantised)
+    chosen: set[int] = set()
+    for same in (lambda leaf, shape: leaf.shape == shape,
+                 lambda leaf, shape: leaf.numel == _numel(shape)):
+        for position, leaf in enumerate(leaves):
+            match = next((shape for shape in left if position not in chosen and
+                          same(leaf, shape)), None)
+            if match is not None:
+                left.remove(match)
+                chosen.add(position)
+    return chosen
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    count = 1
+    for size in shape:
+        count *= size
+    return count
+
+
 def quantised_payload(node: Optional[PayloadNode], quantised: list[tuple[int, ...]]
                       ) -> Optional[PayloadNode]:
-    """``node`` with each floating leaf whose shape is among ``quantised`` (each used once)
-    turned into an int8 leaf of one byte per element."""
-    if node is None:
-        return None
-    if isinstance(node, TensorLeaf):
-        if node.dtype.is_floating_point and node.shape in quantised:
-            quantised.remove(node.shape)
-            return TensorLeaf(node.shape, torch.int8, node.device, node.numel)
-        return node
-    items = tuple((key, quantised_payload(child, quantised)) for key, child in node.items)
-    return PayloadGroup(node.kind, items, sum(child.nbytes for _, child in items))
+    """``node`` with each floating leaf that is one of the ``quantised`` boundary values
+    (by shape, else by element count: :func:`_matched`) turned into an int8 leaf of one byte
+    per element."""
+    chosen = _matched(_floating_leaves(node), quantised)
+    position = iter(range(1 << 62))
+
+    def rewrite(child: Optional[PayloadNode]) -> Optional[PayloadNode]:
+        if child is None:
+            return None
+        if isinstance(child, TensorLeaf):
+            if child.dtype.is_floating_point and next(position) in chosen:
+                return TensorLeaf(child.shape, torch.int8, child.device, child.numel)
+            return child
+        items = tuple((key, rewrite(grandchild)) for key, grandchild in child.items)
+        return PayloadGroup(child.kind, items, sum(c.nbytes for _, c in items))
+
+    return rewrite(node)
 
 
 def quantise_call_payloads(calls: Sequence[StageCall], paths: Mapping[int, str],

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from ..errors import ProfilingError
 from .graph import load_graph
+from .main_operator import MAIN_ONNX_OPS
 
 __all__ = ["OnnxRuntimeBackend", "cuda_provider_available", "default_provider"]
 
@@ -58,14 +59,21 @@ class OnnxRuntimeBackend:
         self.input_names = [i.name for i in self.session.get_inputs()]
         self.optimized_path = Path(options.optimized_model_filepath) if profile else None
         self.version = ort.__version__
+        self.profile_file: Optional[Path] = None
+        self._precisions: dict[str, str] = {}
 
     def run(self, feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
         """One inference; the outputs in the graph's order."""
         return self.session.run(None, dict(zip(self.input_names, feeds)))
 
+    def record(self) -> None:
+        """Nothing to read between runs: the profiler writes every run's node times."""
+
     def node_times(self, skip_runs: int) -> list[dict[str, float]]:
         """Ends profiling: per-node times (ms) of each ``run()`` after the first ``skip_runs``."""
-        events = json.loads(Path(self.session.end_profiling()).read_text())
+        if self.profile_file is None:
+            self.profile_file = Path(self.session.end_profiling())
+        events = json.loads(self.profile_file.read_text())
         runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
                       if e.get("name") == "model_run")
         per_run: list[dict[str, float]] = [{} for _ in runs]
@@ -78,7 +86,26 @@ class OnnxRuntimeBackend:
             if index is not None:
                 node = name[:-len(_KERNEL)]
                 per_run[index][node] = per_run[index].get(node, 0.0) + event["dur"] / 1e3
+                self._precisions[node] = _input_precision(event.get("args", {}))
         return per_run[skip_runs:]
+
+    def node_precisions(self) -> dict[str, str]:
+        """Each profiled node's name -> the element type of its first input (``float32``,
+        ``int8`` for a quantised operator's ``uint8``/``int8``), read from the profile by
+        :meth:`node_times`."""
+        return dict(self._precisions)
+
+    def main_nodes(self) -> set[str]:
+        """The optimised graph's nodes that run a convolution or matrix product."""
+        if self.optimized_path is None or not self.optimized_path.is_file():
+            return set()
+        return {node for node, op in load_graph(self.optimized_path).op_types.items()
+                if op in MAIN_ONNX_OPS}
+
+    def constituents(self) -> dict[str, list[str]]:
+        """Nothing: the optimised graph does not say which nodes a fused one was made of
+        (the main operator is found from the exported graph instead)."""
+        return {}
 
     def aliases(self) -> dict[str, list[str]]:
         """Each optimised node's name -> the values it reads and writes (where a name that
@@ -112,7 +139,21 @@ class OnnxRuntimeBackend:
     def describe(self) -> dict[str, Any]:
         """The runtime, its version and execution provider (``meta.json``)."""
         return {"runtime": self.name, "version": self.version,
-                "execution_provider": self.provider}
+                "execution_provider": self.provider, "inference_precision": "float32"}
+
+
+#: ONNX Runtime's element type names (the profile's ``input_type_shape``) -> the run folder's.
+_TYPE_NAMES = {"float": "float32", "float16": "float16", "bfloat16": "bfloat16",
+               "uint8": "int8", "int8": "int8", "int32": "int32", "int64": "int64",
+               "double": "float64", "bool": "bool"}
+
+
+def _input_precision(args: dict[str, Any]) -> str:
+    """The element type of a profiled node's first input (``unknown`` when not recorded)."""
+    for entry in args.get("input_type_shape") or ():
+        for type_name in entry:
+            return _TYPE_NAMES.get(type_name, type_name)
+    return "unknown"
 
 
 def cuda_provider_available() -> bool:

@@ -2,16 +2,61 @@
 
 ``get_profiling_info()`` names the ONNX nodes; the reorders and other nodes the plugin adds are
 placed through the runtime model's ``originalLayersNames``.
+
+The CPU plugin's counters are no per-inference times: each node keeps the sum of its whole
+microseconds since the model was compiled and reports the integer mean (``total // count``).
+A stage time read from them falls at every repeat towards the mean of all inferences so far.
+:meth:`OpenVinoBackend.node_times` turns consecutive readings back into the time of each
+inference, ``k * mean_k - (k - 1) * mean_(k-1)`` for the ``k``-th inference since compiling,
+within ``k`` microseconds per node (the integer division; the midpoint of that range is
+taken). The counters are read by :meth:`OpenVinoBackend.record`, outside the timed forward.
+
+The precision it executes is a setting (``INFERENCE_PRECISION_HINT``) whose default is
+bfloat16 on CPUs with AVX-512 bf16 or AMX: ``float32`` asks for ``f32`` explicitly, and the
+precision each node ran in (``runtimePrecision``) is read back.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-__all__ = ["OpenVinoBackend"]
+from .main_operator import MAIN_OPENVINO_TYPES
+
+__all__ = ["OpenVinoBackend", "PRECISION_HINTS", "per_inference_times"]
+
+#: The dtype a run names -> OpenVINO's ``INFERENCE_PRECISION_HINT``.
+PRECISION_HINTS = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+#: OpenVINO's element type names -> the names the run folder uses.
+_PRECISION_NAMES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "i8": "int8",
+                    "u8": "int8", "i32": "int32", "i64": "int64", "u1": "bool"}
+
+
+def precision_name(openvino_name: str) -> str:
+    """``bf16`` -> ``bfloat16`` (OpenVINO's element type as the run folder names it)."""
+    return _PRECISION_NAMES.get(openvino_name, openvino_name)
+
+
+def per_inference_times(readings: Sequence[tuple[int, dict[str, float]]]
+                        ) -> list[dict[str, float]]:
+    """Per-node times (ms) of each inference from cumulative readings ``(k, means)``: the
+    node means in microseconds after the ``k``-th inference since compiling. The ``k``-th
+    total lies in ``[k * mean, k * mean + k - 1]`` (the counters divide whole microseconds);
+    the midpoint is taken, and a difference below zero (that rounding) is read as 0."""
+    def total(count: int, mean: float) -> float:
+        return count * mean + (count - 1) / 2 if mean > 0 else 0.0
+
+    times, previous = [], (0, {})
+    for count, means in readings:
+        runs = max(count - previous[0], 1)
+        before = previous[1]
+        times.append({node: max(total(count, mean) - total(previous[0], before.get(node, 0.0)),
+                                0.0) / runs / 1e3
+                      for node, mean in means.items()})
+        previous = (count, means)
+    return times
 
 
 class OpenVinoBackend:
@@ -21,40 +66,76 @@ class OpenVinoBackend:
         model: the ``.onnx`` file, or an ``openvino.Model`` (NNCF's int8 model).
         device: OpenVINO's device name (``CPU``).
         profile: turn the performance counters on.
+        precision: the precision of the floating operators (``float32``, ``bfloat16``,
+            ``float16``); ``None`` leaves OpenVINO's default (bfloat16 on CPUs with AVX-512
+            bf16 or AMX), which :meth:`describe` then names.
     """
 
     name = "openvino"
 
-    def __init__(self, model: Union[Path, Any], *, device: str = "CPU", profile: bool = True
-                 ) -> None:
+    def __init__(self, model: Union[Path, Any], *, device: str = "CPU", profile: bool = True,
+                 precision: Optional[str] = "float32") -> None:
         import openvino as ov
 
         core = ov.Core()
         network = core.read_model(str(model)) if isinstance(model, Path) else model
         config = {"PERF_COUNT": "YES" if profile else "NO"}
+        if precision is not None:
+            config["INFERENCE_PRECISION_HINT"] = PRECISION_HINTS[precision]
         self.compiled = core.compile_model(network, device, config)
         self.request = self.compiled.create_infer_request()
         self.device = device
         self.version = ov.get_version()
         self.profile = profile
-        self._times: list[dict[str, float]] = []
+        self._inferences = 0
+        self._readings: list[tuple[int, dict[str, float]]] = []
 
     def run(self, feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """One inference; the outputs in the graph's order. Per-node times are kept."""
+        """One inference; the outputs in the graph's order."""
         self.request.infer(dict(enumerate(feeds)))
-        if self.profile:
-            times: dict[str, float] = {}
-            for info in self.request.get_profiling_info():
-                ms = info.real_time.total_seconds() * 1e3
-                if ms > 0:
-                    times[info.node_name] = times.get(info.node_name, 0.0) + ms
-            self._times.append(times)
+        self._inferences += 1
         return [self.request.get_output_tensor(i).data.copy()
                 for i in range(len(self.compiled.outputs))]
 
+    def record(self) -> None:
+        """Read the performance counters after an inference (outside its timed span)."""
+        if not self.profile:
+            return
+        means: dict[str, float] = {}
+        for info in self.request.get_profiling_info():
+            microseconds = info.real_time.total_seconds() * 1e6
+            if microseconds > 0:
+                means[info.node_name] = means.get(info.node_name, 0.0) + round(microseconds)
+        self._readings.append((self._inferences, means))
+
     def node_times(self, skip_runs: int) -> list[dict[str, float]]:
-        """Per-node times (ms) of each inference after the first ``skip_runs``."""
-        return self._times[skip_runs:]
+        """Per-node times (ms) of each recorded inference after the first ``skip_runs``."""
+        return per_inference_times(self._readings)[skip_runs:]
+
+    def raw_means(self) -> tuple[int, dict[str, float]]:
+        """The last reading as OpenVINO gives it: the inferences since compiling and each
+        node's mean time in microseconds over them (what a test re-sums independently)."""
+        return self._readings[-1] if self._readings else (0, {})
+
+    def node_precisions(self) -> dict[str, str]:
+        """Each runtime node's name -> the precision it executes in (``runtimePrecision``)."""
+        precisions = {}
+        for op in self.compiled.get_runtime_model().get_ordered_ops():
+            info = op.get_rt_info()
+            if "runtimePrecision" in info and str(info["layerType"].astype(str)) not in (
+                    "Const", "Input", "Output"):
+                precisions[op.get_friendly_name()] = precision_name(
+                    str(info["runtimePrecision"].astype(str)))
+        return precisions
+
+    def main_nodes(self) -> set[str]:
+        """The runtime nodes that run a convolution or matrix product (their layer type)."""
+        return {op.get_friendly_name() for op in self.compiled.get_runtime_model().get_ordered_ops()
+                if str(op.get_rt_info()["layerType"].astype(str)) in MAIN_OPENVINO_TYPES}
+
+    def constituents(self) -> dict[str, list[str]]:
+        """Each runtime node's name -> the original layers fused into it."""
+        return self.aliases()
 
     def aliases(self) -> dict[str, list[str]]:
         """Each runtime node's name -> the original layers it was made from."""
@@ -78,6 +159,15 @@ class OpenVinoBackend:
         return names
 
     def describe(self) -> dict[str, Any]:
-        """The runtime, its version and device (``meta.json``)."""
+        """The runtime, its version and device, and the precision its floating operators
+        execute in (``meta.json``)."""
+        hint = str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
         return {"runtime": self.name, "version": self.version,
-                "execution_provider": f"{self.device} plugin"}
+                "execution_provider": f"{self.device} plugin",
+                "inference_precision": precision_name(_element_name(hint))}
+
+
+def _element_name(hint: str) -> str:
+    """``<Type: 'bfloat16'>`` or ``bf16`` -> ``bf16``."""
+    inner = hint.split("'")[1] if "'" in hint else hint
+    return {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}.get(inner, inner)

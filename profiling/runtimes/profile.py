@@ -22,7 +22,6 @@ from torch.utils._pytree import tree_flatten
 from . import require_runtime
 from ..errors import ProfilingError
 from ..runner.passes import ProfileResult, profile_model
-from ..stages.markers import StageCall
 from ..statistics.aggregate import aggregate_stages
 from ..statistics.coverage import with_other_calls
 from ..statistics.intervals import AutoRepeats
@@ -37,8 +36,9 @@ from .parts import (Captured, capture_module_calls, export_failure, exportable_p
                     part_attach, tensor_feeds)
 from .quiet import quiet
 from .workdir import make_workdir, raise_if_disk_full
-from .runtime_profile import (RuntimeProfile, call_paths, output_difference,
-                              record_output_difference, runtime_stage_map, timed_runs)
+from .runtime_profile import (RUNTIME_DTYPES, RuntimeProfile, call_paths, forward_calls,
+                              output_difference, record_output_difference, record_nodes,
+                              runtime_stage_map, timed_runs)
 
 __all__ = ["RuntimeProfile", "profile_runtime", "output_difference"]
 #: The PyTorch passes a runtime run keeps: memory and module times would describe PyTorch.
@@ -135,8 +135,9 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
     """
     if runtime not in ("onnxruntime", "openvino"):
         raise ProfilingError(f"unknown runtime '{runtime}'; accepted: onnxruntime, openvino")
-    if dtype not in ("float32", "int8"):
-        raise ProfilingError(f"dtype '{dtype}' is not run by {runtime}; accepted: float32, int8")
+    if dtype not in RUNTIME_DTYPES[runtime]:
+        raise ProfilingError(f"dtype '{dtype}' is not run by {runtime}; accepted: "
+                             f"{', '.join(RUNTIME_DTYPES[runtime])}")
     require_runtime(runtime, dtype)
     workdir = Path(workdir) if workdir is not None else make_workdir()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -166,7 +167,8 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
             with quiet():
                 run_path, quantised_model, quantised = quantise(runtime, exported, workdir,
                                                                  calibration_feeds)
-        backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model)
+        backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model,
+                               dtype=dtype)
     except Exception as error:  # noqa: BLE001  (the runtime cannot run it whole: in parts)
         entry = _exported_parts(model, tuple(inputs), attach, workdir,
                                 runtime_failure(runtime, error))
@@ -175,31 +177,24 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
     if run_path != exported.path:
         deployment["quantised_file"] = str(run_path)
     deployment.update(backend.describe())
-    forward_ms, outputs = timed_runs(lambda: backend.run(feeds), warmup, repeats, progress)
+    forward_ms, outputs, noise = timed_runs(lambda: backend.run(feeds), warmup, repeats,
+                                            progress, after=backend.record)
     stage_map = runtime_stage_map(exported, run_path, backend, graph)
-    per_run = [stage_map.stage_times(times) for times in backend.node_times(warmup)]
+    node_runs = backend.node_times(warmup)
+    per_run = [stage_map.stage_times(times) for times in node_runs]
+    record_nodes(deployment, [(backend, stage_map, node_runs)])
     calls = list(reference.calls)
     paths = call_paths(calls)
-    timed: list[list[StageCall]] = []
     metric = "cuda_time_ms" if device_type == "cuda" else "cpu_time_ms"
-    mapped_ms, node_ms = 0.0, 0.0
-    for (times, unmapped), total in zip(per_run, forward_ms):
-        forward_calls = []
-        for call in calls:
-            if call.kind != "stage":
-                continue
-            copy = StageCall(call.name, call.kind, call.index, call.parent, call.depth,
-                             call.call_index)
-            copy.metrics[metric] = times.get(paths[call.index], 0.0)
-            forward_calls.append(copy)
-        timed.append(with_other_calls(forward_calls, {metric: total}))
-        mapped_ms += sum(v for p, v in times.items() if "/" not in p)
-        node_ms += sum(v for p, v in times.items() if "/" not in p) + unmapped
+    timed = [forward_calls(calls, paths, times, metric, total)
+             for (times, _), total in zip(per_run, forward_ms)]
+    mapped_ms = sum(v for times, _ in per_run for p, v in times.items() if "/" not in p)
+    node_ms = mapped_ms + sum(unmapped for _, unmapped in per_run)
     deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None
     # the runtime's profiler slows the forward (ONNX Runtime's by 5-20% on a CPU): the same
     # model timed with it off says by how much, and is what int8 and float32 compare on
     unprofiled = plain_forward_ms(runtime, run_path, workdir, device_type, feeds, warmup,
-                                  max(len(forward_ms), 1), quantised_model)
+                                  max(len(forward_ms), 1), quantised_model, dtype)
     deployment["unprofiled_forward_ms_median"] = float(np.median(unprofiled))
     if forward_ms:
         deployment["profiler_overhead"] = round(float(np.median(forward_ms)
@@ -220,7 +215,8 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
     result = ProfileResult(calls=calls, events=reference.events, timed=timed,
                            forward_ms=forward_ms, stages=stages, output=reference.output,
                            collectors=reference.collectors, notes=list(reference.notes),
-                           noise={})
+                           noise=noise)
     return RuntimeProfile(result, deployment, exported, list(outputs or []), run_path,
                           files=list(dict.fromkeys([exported.path, run_path])),
-                          quantised_model=quantised_model)
+                          quantised_model=quantised_model, backend=backend,
+                          stage_map=stage_map)

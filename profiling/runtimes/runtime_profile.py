@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -14,13 +14,23 @@ from torch.utils._pytree import tree_flatten
 
 from ..runner.passes import ProfileResult
 from ..stages.markers import StageCall
+from ..statistics.coverage import OTHER, with_other_calls
 from ..statistics.intervals import AutoRepeats
+from ..statistics.noise import machine_state, noise_report
 from .export import ExportedModel
 from .graph import OnnxGraph, load_graph
 from .stage_map import StageMap
 
 __all__ = ["RuntimeProfile", "call_paths", "output_difference", "record_output_difference",
-           "runtime_stage_map", "timed_runs"]
+           "runtime_stage_map", "timed_runs", "forward_calls", "precision_shares", "RUNTIME_DTYPES",
+           "record_nodes", "judged_difference", "OUTPUT_SCALE_FLOOR"]
+
+#: The dtypes each runtime runs: ``float32`` executes float32 (OpenVINO told so: its CPU
+#: default is bfloat16 where the CPU has it), OpenVINO's bfloat16 is a choice of its own.
+RUNTIME_DTYPES = {"onnxruntime": ("float32", "int8"),
+                  "openvino": ("float32", "bfloat16", "int8")}
+#: Below this many ms an ``other`` value is floating-point round-off of a difference.
+_ROUND_OFF_MS = 1e-9
 
 
 @dataclass
@@ -37,6 +47,9 @@ class RuntimeProfile:
         run_file: the file the runtime ran (the quantised one for ONNX Runtime in int8).
         files: every exported or quantised file the run used.
         quantised_model: NNCF's int8 ``openvino.Model`` (OpenVINO in int8; else ``None``).
+        backend: the profiled runtime session (its raw profile: ONNX Runtime's
+            ``profile_file``, OpenVINO's ``raw_means()``); ``None`` for a model in parts.
+        stage_map: what placed its nodes in stages (``None`` for a model in parts).
     """
 
     result: ProfileResult
@@ -46,6 +59,62 @@ class RuntimeProfile:
     run_file: Optional[Path] = None
     files: list[Path] = field(default_factory=list)
     quantised_model: Any = None
+    backend: Any = None
+    stage_map: Optional[StageMap] = None
+
+
+def forward_calls(calls: Sequence[StageCall], paths: Mapping[int, str],
+                  times: Mapping[str, float], metric: str, total: float) -> list[StageCall]:
+    """One forward's stage calls, each with its time ``times[path]`` (0 when absent) under
+    ``metric``, and the ``other`` rows that make each level add up to ``total``; an
+    ``other`` that is round-off of the difference (within 1e-9 ms of 0) is written as 0."""
+    copies = []
+    for call in calls:
+        if call.kind == "stage":
+            copy = StageCall(call.name, call.kind, call.index, call.parent, call.depth,
+                             call.call_index)
+            copy.metrics[metric] = times.get(paths[call.index], 0.0)
+            copies.append(copy)
+    rows = with_other_calls(copies, {metric: total})
+    for row in rows:
+        if row.kind == OTHER and abs(row.metrics.get(metric, 1.0)) < _ROUND_OFF_MS:
+            row.metrics[metric] = 0.0
+    return rows
+
+
+def precision_shares(per_run: Sequence[Mapping[str, float]], precisions: Mapping[str, str]
+                     ) -> dict[str, float]:
+    """The share of the runtime's node time executed in each precision (``per_run``: node
+    times of each forward; ``precisions``: node -> precision, ``unknown`` where unsaid)."""
+    totals: dict[str, float] = {}
+    for times in per_run:
+        for node, ms in times.items():
+            kind = precisions.get(node, "unknown")
+            totals[kind] = totals.get(kind, 0.0) + ms
+    whole = sum(totals.values())
+    return {kind: round(ms / whole, 4) for kind, ms in sorted(totals.items(),
+                                                             key=lambda kv: -kv[1])} \
+        if whole else {}
+
+
+def record_nodes(deployment: dict[str, Any],
+                 sessions: Sequence[tuple[Any, StageMap, Sequence[Mapping[str, float]]]]
+                 ) -> None:
+    """Put in ``deployment`` the precision each runtime node executed in
+    (``node_precisions``), the share of node time in each (``executed_precision``) and the
+    runtime nodes that span a stage boundary (``nodes_across_stages``: each counts to its
+    main operator's stage), from each session: a backend, its stage map and its node times
+    per forward."""
+    precisions: dict[str, str] = {}
+    node_runs: list[Mapping[str, float]] = []
+    across: list[str] = []
+    for backend, stage_map, runs in sessions:
+        precisions.update(backend.node_precisions())
+        node_runs.extend(runs)
+        across += stage_map.across_stages(sorted({node for times in runs for node in times}))
+    deployment["node_precisions"] = precisions
+    deployment["executed_precision"] = precision_shares(node_runs, precisions)
+    deployment["nodes_across_stages"] = len(across)
 
 
 def call_paths(calls: Sequence[StageCall]) -> dict[int, str]:
@@ -82,6 +151,18 @@ def output_difference(reference: Any, outputs: Sequence[np.ndarray]) -> dict[str
     return figures
 
 
+#: The smallest output scale a difference is judged against: a network whose outputs are all
+#: near zero (random weights) differs from PyTorch by 1e-16, which is no disagreement.
+OUTPUT_SCALE_FLOOR = 1e-3
+
+
+def judged_difference(figures: Mapping[str, float]) -> float:
+    """The max absolute difference of :func:`output_difference` over the output's scale,
+    that scale never below :data:`OUTPUT_SCALE_FLOOR`."""
+    return figures["max_abs_difference"] / max(figures.get("reference_max_abs", 0.0),
+                                               OUTPUT_SCALE_FLOOR)
+
+
 def record_output_difference(deployment: dict[str, Any], dtype: str, reference: Any,
                              outputs: Sequence[np.ndarray]) -> None:
     """Put :func:`output_difference` in ``deployment``: as ``int8_output`` for an int8 run,
@@ -107,26 +188,32 @@ def runtime_stage_map(exported: ExportedModel, run_path: Path, backend: Any,
     graph = graph or load_graph(exported.path)
     readers = {name: graph.consumers[name][0] for name in exported.input_names
                if graph.consumers.get(name)}
-    stage_map = StageMap(exported.node_stages, graph.producers, input_readers=readers)
+    node_stages = exported.node_stages
     if run_path != exported.path:
-        run_graph = load_graph(run_path)
-        stage_map = StageMap(stage_map.derive(run_graph.producers), run_graph.producers,
-                             input_readers=readers)
-    stage_map.aliases = backend.aliases()
-    stage_map.neighbours = backend.neighbours()
-    return stage_map
+        node_stages = StageMap(node_stages, graph.producers, input_readers=readers,
+                               structure=graph).derive(load_graph(run_path).producers)
+        graph = load_graph(run_path)
+    return StageMap(node_stages, graph.producers, aliases=backend.aliases(),
+                    input_readers=readers, neighbours=backend.neighbours(), structure=graph,
+                    main_nodes=backend.main_nodes(), constituents=backend.constituents())
 
 
 def timed_runs(run: Callable[[], Any], warmup: int, repeats: Union[int, AutoRepeats],
-               progress: Optional[Callable[[str, int, int], None]] = None
-               ) -> tuple[list[float], Any]:
+               progress: Optional[Callable[[str, int, int], None]] = None,
+               after: Optional[Callable[[], None]] = None
+               ) -> tuple[list[float], Any, dict[str, Any]]:
     """Call ``run`` ``warmup`` times, then until ``repeats`` says stop: the timed calls' wall
-    times in ms, and the last call's result."""
+    times in ms, the last call's result, and the noise verdict of a PyTorch run
+    (:func:`~profiling.statistics.noise_report`). ``after`` is called after every call,
+    outside the timed span (where a runtime's counters are read)."""
     forward_ms, outputs, done, started = [], None, 0, time.perf_counter()
+    before = machine_state()
     while _more(done, warmup, repeats, forward_ms, started):
         start = time.perf_counter_ns()
         outputs = run()
         stop = time.perf_counter_ns()
+        if after is not None:
+            after()
         if done >= warmup:
             forward_ms.append((stop - start) / 1e6)
         else:
@@ -134,4 +221,5 @@ def timed_runs(run: Callable[[], Any], warmup: int, repeats: Union[int, AutoRepe
         done += 1
         if progress:
             progress("repeats" if done > warmup else "warmup", done, done)
-    return forward_ms, outputs
+    noise = noise_report(before, machine_state(), forward_ms) if forward_ms else {}
+    return forward_ms, outputs, noise

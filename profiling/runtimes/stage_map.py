@@ -14,6 +14,9 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping, Optional
 
+from .graph import OnnxGraph
+from .main_operator import FUSED_ONNX_OPS, MAIN_ONNX_OPS, nearest_main
+
 __all__ = ["StageMap", "enclosing_paths", "part_path"]
 
 _SUFFIX = re.compile(r"(_nchwc|_token_\d+|_QuantizeLinear(_Output)?|_DequantizeLinear(_Output)?"
@@ -41,6 +44,14 @@ def part_path(prefix: str, path: str, calls_before: Mapping[str, int]) -> str:
 class StageMap:
     """Stage paths of exported nodes, looked up by the names a runtime reports.
 
+    A name is placed by its own name first (the exported node of that name, the node that
+    produces a value of that name, the same after stripping a known suffix or at the ``/``
+    prefix), then by its aliases (the values a runtime node reads and writes, the layers it
+    was made from: one in a stage wins over one outside every stage), then by the exported
+    node whose name ends it, and last by its neighbours. A runtime node that runs a
+    convolution or matrix product (``main_nodes``) takes the stage of that operator, not of
+    the folded norm or activation its name leads to (:mod:`.main_operator`).
+
     Args:
         node_stages: exported node name -> stage path (``""`` outside every stage).
         producers: value name -> name of the exported node that produces it.
@@ -52,6 +63,11 @@ class StageMap:
             exported (OpenVINO's ``FakeQuantize_123``, the layout reorder before an output,
             ONNX Runtime's dequantisation of a weight) counts to the stage of the node it
             feeds, else of the node that feeds it.
+        structure: the exported graph (operator types and inputs), for the main operator.
+        main_nodes: the runtime nodes that run a convolution or matrix product.
+        constituents: a runtime node -> the exported nodes fused into it, where the runtime
+            says (OpenVINO's ``originalLayersNames``): one in another stage than the node's
+            makes it span a stage boundary.
     """
 
     #: How many runtime nodes away a made-up node may find its stage.
@@ -60,54 +76,108 @@ class StageMap:
     def __init__(self, node_stages: Mapping[str, str], producers: Mapping[str, str],
                  aliases: Optional[Mapping[str, Iterable[str]]] = None,
                  input_readers: Optional[Mapping[str, str]] = None,
-                 neighbours: Optional[Mapping[str, Iterable[str]]] = None) -> None:
+                 neighbours: Optional[Mapping[str, Iterable[str]]] = None,
+                 structure: Optional[OnnxGraph] = None,
+                 main_nodes: Iterable[str] = (),
+                 constituents: Optional[Mapping[str, Iterable[str]]] = None) -> None:
         self.node_stages = dict(node_stages)
         self.producers = {**dict(input_readers or {}), **dict(producers)}
         self.aliases = {name: list(names) for name, names in (aliases or {}).items()}
         self.neighbours = {name: list(names) for name, names in (neighbours or {}).items()}
+        self.structure = structure
+        self.main_nodes = set(main_nodes)
+        self.constituents = {name: list(parts) for name, parts in (constituents or {}).items()}
 
     def stage_of(self, name: str) -> Optional[str]:
         """The stage path of the node a runtime calls ``name``; ``""`` for a node outside every
         stage, ``None`` when neither the name nor its neighbours lead to an exported node."""
-        found = self._by_name(name)
-        if found is not None or not self.neighbours:
-            return found
+        return self.placed(name)[0]
+
+    def placed(self, name: str) -> tuple[Optional[str], bool]:
+        """:meth:`stage_of` and whether the node spans a stage boundary: its name leads to a
+        part fused into a main operator of another stage (it counts to the main operator's)."""
+        node = self._node_by_name(name)
+        if node is None:
+            return self._by_neighbours(name), False
+        stage = self.node_stages.get(node, "")
+        parts = {self.node_stages.get(n) for n in map(self._own_node, self.constituents.get(
+            name, ())) if n is not None} - {None, ""}
+        if name in self.main_nodes and self.structure is not None:
+            main = nearest_main(node, self.structure.makers, self._is_main, self._fuses)
+            if main is not None and main in self.node_stages:
+                chosen = self.node_stages[main]
+                return chosen, chosen != stage or bool(parts - {chosen})
+        return stage, bool(parts - {stage})
+
+    def _is_main(self, node: str) -> bool:
+        return self.structure.op_types.get(node) in MAIN_ONNX_OPS
+
+    def _fuses(self, node: str) -> bool:
+        return self.structure.op_types.get(node) in FUSED_ONNX_OPS
+
+    def _by_neighbours(self, name: str) -> Optional[str]:
+        """The stage of the nearest runtime neighbour whose name leads to an exported node."""
         seen, frontier = {name}, [name]
         for _ in range(self.NEIGHBOUR_HOPS):
             frontier = [n for node in frontier for n in self.neighbours.get(node, ())
                         if n not in seen]
             seen.update(frontier)
             for neighbour in frontier:
-                found = self._by_name(neighbour)
-                if found is not None:
-                    return found
+                node = self._node_by_name(neighbour)
+                if node is not None:
+                    return self.node_stages.get(node, "")
         return None
 
-    def _by_name(self, name: str) -> Optional[str]:
-        """:meth:`stage_of` from the name alone."""
-        seen = set()
-        candidates = [name]
+    def _node_by_name(self, name: str) -> Optional[str]:
+        """The exported node ``name`` leads to: by its own name, then by its aliases (one in a
+        stage first), then by the exported name that ends it."""
+        own = self._own_node(name)
+        if own is not None:
+            return own
+        outside = None
+        for alias in self._alias_names(name):
+            node = self._own_node(alias)
+            if node is not None and self.node_stages.get(node):
+                return node
+            outside = outside or node
+        return outside or self._by_ending(name.split("/")[0])
+
+    def _own_node(self, name: str) -> Optional[str]:
+        """The exported node of ``name`` itself, a suffix stripped or at its ``/`` prefix."""
+        seen, candidates = set(), [name]
         while candidates:
             candidate = candidates.pop(0)
             if candidate in seen or not candidate:
                 continue
             seen.add(candidate)
             if candidate in self.node_stages:
-                return self.node_stages[candidate]
+                return candidate
             if candidate in self.producers:
-                return self.node_stages.get(self.producers[candidate])
-            candidates.extend(self.aliases.get(candidate, ()))
+                return self.producers[candidate]
             stripped = _SUFFIX.sub("", candidate)
             if stripped != candidate:
                 candidates.append(stripped)
             if "/" in candidate:
                 candidates.append(candidate.split("/")[0])
-        return self._by_ending(name.split("/")[0])
+        return None
+
+    def _alias_names(self, name: str) -> list[str]:
+        """The aliases of ``name`` and of its stripped forms, and theirs, in order."""
+        found, queue, seen = [], [name], {name}
+        while queue:
+            candidate = queue.pop(0)
+            forms = [candidate, _SUFFIX.sub("", candidate), candidate.split("/")[0]]
+            for alias in (a for form in forms for a in self.aliases.get(form, ())):
+                if alias not in seen:
+                    seen.add(alias)
+                    found.append(alias)
+                    queue.append(alias)
+        return found
 
     def _by_ending(self, name: str) -> Optional[str]:
-        """The stage of the longest exported node name that ends ``name`` after a ``_``."""
+        """The longest exported node name that ends ``name`` after a ``_``."""
         endings = [node for node in self.node_stages if name.endswith("_" + node)]
-        return self.node_stages[max(endings, key=len)] if endings else None
+        return max(endings, key=len) if endings else None
 
     def derive(self, producers: Mapping[str, str]) -> dict[str, str]:
         """The stage paths of another graph's nodes (a quantiser's, an optimiser's), given its
@@ -117,12 +187,18 @@ class StageMap:
         place."""
         nodes: dict[str, str] = {}
         for value, node in producers.items():
-            if node not in nodes:
+            if node not in nodes and node in self.node_stages:
+                nodes[node] = self.node_stages[node]  # the quantiser kept the node's name
+            elif node not in nodes:
                 stage = self.stage_of(value)
                 stage = stage if stage is not None else self.stage_of(node)
                 if stage is not None:
                     nodes[node] = stage
         return nodes
+
+    def across_stages(self, names: Iterable[str]) -> list[str]:
+        """The runtime nodes among ``names`` that span a stage boundary (:meth:`placed`)."""
+        return [name for name in names if self.placed(name)[1]]
 
     def stage_times(self, node_ms: Mapping[str, float]) -> tuple[dict[str, float], float]:
         """Each stage call's time (its own nodes and those of the stages inside it), by path,
