@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from ...statistics.noise import unreliable_reasons
+from ...statistics.intervals import interval_label
 from ..comparison import config_differences
 from ..record import RunRecord
 from ..runs import forward_median
+from ..view import executed_precision, noise_verdict
 from .formatting import significant
 
 __all__ = ["model_name", "option_changes", "noise_verdict", "run_facts", "IGNORED_OPTIONS"]
@@ -37,22 +38,6 @@ def option_changes(record: RunRecord, defaults: Optional[Mapping[str, Any]] = No
             if not key.startswith(IGNORED_OPTIONS) and not key.endswith("_target_")]
 
 
-def noise_verdict(meta: Mapping[str, Any]) -> str:
-    """``reliable`` or ``UNRELIABLE`` with the reasons and the forward's spread, or why there
-    is no verdict."""
-    noise = meta.get("noise") or {}
-    if not noise:
-        return "not timed" if not meta.get("forward_ms") else "not recorded (an older run)"
-    reasons = unreliable_reasons(noise)
-    cv = noise.get("forward_cv")
-    spread = f"forward CV {cv:.1%}, " if cv is not None else ""
-    load = (noise.get("load_average_before") or [None])[0]
-    detail = f"{spread}load {load} on {noise.get('cores')} cores, {noise.get('repeats')} repeats"
-    if reasons:
-        return f"UNRELIABLE: {'; '.join(reasons)} ({detail})"
-    return f"reliable ({detail})"
-
-
 def _forward(meta: Mapping[str, Any]) -> str:
     median = forward_median(meta)
     if median is None:
@@ -60,7 +45,8 @@ def _forward(meta: Mapping[str, Any]) -> str:
     interval = (meta.get("noise") or {}).get("forward_median_ci95_ms")
     text = f"{significant(median)} ms median"
     if interval:
-        text += f" (95% CI {significant(interval[0])}-{significant(interval[1])} ms)"
+        label = interval_label(len(meta.get("forward_ms") or []))[0]
+        text += f" ({label} {significant(interval[0])}-{significant(interval[1])} ms)"
     return text
 
 
@@ -69,7 +55,7 @@ def run_facts(record: RunRecord, defaults: Optional[Mapping[str, Any]] = None
     """The header of a run: model, options, device, dtype, torch, noise, forward, ..."""
     meta, config = record.meta, record.config
     run = config.get("run") or {}
-    deployment = [str(run.get("dtype", "float32"))] + [
+    deployment = [executed_precision(meta)] + [
         name for name in ("autocast", "channels_last", "compile") if run.get(name)]
     size = (config.get("input") or {}).get("size")
     batch = (config.get("input") or {}).get("batch")
