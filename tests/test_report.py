@@ -80,7 +80,7 @@ def test_a_run_page_holds_every_stage_chart_and_figure(runs):
         assert f'data-name="{name}"' in page_html
     assert "model.width=8" in page_html and "torch" in page_html
     assert not re.search(r'<(script|link|img)[^>]+(src|href)=', page_html)  # nothing loaded
-    assert len(page_html) < 6e6
+    assert len(page_html.encode()) < 2.5e6  # plotly.js gzip-compressed inside the page
 
 
 def test_a_profile_result_gives_the_same_page_without_a_folder():
