@@ -116,7 +116,12 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
         recorded["coverage"] = coverage
     view = run_view(RunRecord(None, "ok", meta=recorded, stages=stages, times=times),
                     max_depth=max_depth, metrics=metrics, coverage_hint=coverage_hint)
-    return "\n".join(_table_lines(view, max_rows, totals, metrics))
+    lines = _table_lines(view, max_rows, totals, metrics)
+    if meta is not None:
+        lines.append(f"precision: {view.precision}")
+    if view.coverage_line:
+        lines += view.coverage_line.splitlines()
+    return "\n".join(lines)
 
 
 def _table_lines(view: Any, max_rows: int, totals: Optional[RunTotals],
@@ -162,10 +167,6 @@ def _table_lines(view: Any, max_rows: int, totals: Optional[RunTotals],
     lines += _footer(view, table[table["kind"] == "stage"], bool(slowest))
     lines += [f"({metric.label}: {metric.description or metric}, {metric.unit or 'no unit'}"
               f"{'' if metric.scale == 1 else f' x {metric.scale:g}'})" for metric in extras]
-    if view.record.meta.get("noise"):
-        lines.append(f"precision: {view.precision}")
-    if view.coverage_line:
-        lines += view.coverage_line.splitlines()
     return lines
 
 

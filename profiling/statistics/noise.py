@@ -69,13 +69,12 @@ def noise_report(before: Mapping[str, Any], after: Mapping[str, Any],
     """What ``meta.json`` records under ``noise``: the machine before and after the timed
     forwards (:func:`machine_state`), the forward times' coefficient of variation
     (``forward_cv``), their median and its order-statistics interval (the method of every
-    ``*_median_ci95_*`` column, named in ``interval_method``; asked for 95%, its true
-    coverage for the repeats made in ``interval``, ``93.7% CI`` for 5, and
-    ``interval_coverage``), and the reasons the
+    ``*_median_ci95_*`` column, named in ``interval_method``: asked for 95%, it says
+    its true coverage for the repeats made, 93.7% for 5), and the reasons the
     timings are unreliable (``unreliable``, empty when none)."""
     times = [float(t) for t in forward_ms]
     low, high = median_interval(times)
-    label, coverage = interval_label(len(times))
+    label = interval_label(len(times))[0]
     report = {
         "load_average_before": before.get("load_average"),
         "load_average_after": after.get("load_average"),
@@ -85,7 +84,6 @@ def noise_report(before: Mapping[str, Any], after: Mapping[str, Any],
         "forward_median_ms": float(np.median(times)) if times else None,
         "forward_median_ci95_ms": None if math.isnan(low) else [low, high],
         "interval_method": MEDIAN_CI_METHOD.replace("95%", label[:-len(" CI")]),
-        "interval": label, "interval_coverage": round(coverage, 5),
         "forward_cv": _rounded(coefficient_of_variation(times)),
     }
     report["unreliable"] = unreliable_reasons(report)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Optional
 
-from ...statistics.intervals import interval_label
+from ...statistics.intervals import interval_label, median_interval
 from ..comparison import config_differences
 from ..record import RunRecord
 from ..runs import forward_median
@@ -42,11 +43,11 @@ def _forward(meta: Mapping[str, Any]) -> str:
     median = forward_median(meta)
     if median is None:
         return "not timed"
-    interval = (meta.get("noise") or {}).get("forward_median_ci95_ms")
+    forward = [float(value) for value in meta.get("forward_ms") or []]
+    low, high = median_interval(forward)  # a runtime's run records no noise, only these
     text = f"{significant(median)} ms median"
-    if interval:
-        label = interval_label(len(meta.get("forward_ms") or []))[0]
-        text += f" ({label} {significant(interval[0])}-{significant(interval[1])} ms)"
+    if not math.isnan(low):
+        text += f" ({interval_label(len(forward))[0]} {significant(low)}-{significant(high)} ms)"
     return text
 
 
