@@ -233,9 +233,10 @@ _OWN_MARKUP = re.compile(r"</?(b|br|extra)>")
 
 
 def _check_page(page_html: str) -> None:
-    """Only the page's own three script elements; no name's markup in the HTML outside the
-    data, nor in any string of a chart's figure, nor a template field from a name."""
-    assert page_html.count("<script") == 3 and page_html.count("</script>") == 3
+    """Only the page's own four script elements (its data, its script, plotly.js packed and
+    the loader that unpacks it); no name's markup in the HTML outside the data, nor in any
+    string of a chart's figure, nor a template field from a name."""
+    assert page_html.count("<script") == 4 and page_html.count("</script>") == 4
     head = page_html[:page_html.index("<script")]
     assert "<img" not in head and "<span style" not in head and "onmouseover=\"" not in head
     assert not RAW_CONTROL.search(head)

@@ -84,7 +84,11 @@ def test_noise_report_and_the_reasons_for_distrust():
     assert report["forward_cv"] == pytest.approx(math.sqrt(2) / 10, abs=1e-5)
     assert report["forward_median_ms"] == 10.0
     assert report["forward_median_ci95_ms"] == [9.0, 11.0]
-    assert report["interval_method"] == "order-statistics (binomial) 95% interval of the median"
+    # two repeats: the interval is their range, which holds the median half of the time
+    assert report["interval_method"] == "order-statistics (binomial) 50% interval of the median"
+    method = "order-statistics (binomial) {} interval of the median"
+    assert noise_report(quiet, quiet, [10.0] * 5)["interval_method"] == method.format("93.7%")
+    assert noise_report(quiet, quiet, [10.0] * 6)["interval_method"] == method.format("95%")
     assert report["load_average_before"] == [0.5, 0.4, 0.3]
     assert report["unreliable"] == [
         "the machine was loaded (load average 3.50 after, above its 2 cores)",

@@ -81,44 +81,42 @@ def _with_other(**extra) -> pd.DataFrame:
         "flops": [1e8, 2e9, 1.5e9, 5e8, 1e8, 1e8, 0.0, 2e8], **extra})
 
 
-def test_other_rows_make_each_level_add_up_and_the_slowest_are_marked():
+def test_other_rows_show_their_own_medians_and_the_slowest_are_marked():
     # the whole forward's FLOPs are its stages' and the other row's, as in every run
     totals = RunTotals(forward_ms=[13.0, 13.25, 13.5], parameters=1, macs=10 ** 9,
                        flops=int(2.5e9), in_bytes=1, out_bytes=1)
     lines = format_summary(_with_other(), totals=totals,
                            coverage={"time": 0.8, "flops": 2.5e9 / 2.7e9}).splitlines()
     rows = {line.split()[0]: line.split()[1:] for line in lines[2:10]}
-    # the forward's median 13.25 minus the top-level stages 0.5 + 8 + 2.5 + 0.25 = 2.0
-    assert rows["other"] == ["2.00", "-", "15.1%", "0.200"]
-    # backbone 8.0 minus its conv 6.0 (not the other row's own median 1.7)
-    assert rows["backbone/other"] == ["2.00", "-", "15.1%", "0.500"]
+    # each other row's own median, as stages.csv and the page show it: 1.9 of 13.25 ms
+    assert rows["other"] == ["1.90", "-", "14.3%", "0.200"]
+    assert rows["backbone/other"] == ["1.70", "-", "12.8%", "0.500"]
     assert rows["backbone"][:3] == ["1", "8.00", "-"] and rows["backbone"][3] == "60.4%*"
     assert rows["head"][3] == "18.9%*" and rows["stem"][3] == "3.8%*"
     assert rows["neck"][3] == "1.9%"
     assert "* the 3 slowest top-level stages" in lines
-    assert "coverage: 80% of the time and 93% of the FLOPs in named stages (the rest is the " \
+    # the time coverage is 1 - other / forward = 1 - 1.9 / 13.25, as the other row says
+    assert "coverage: 86% of the time and 93% of the FLOPs in named stages (the rest is the " \
            "'other' rows)" in lines
     assert lines[-1].startswith("warning: less than 90% of the forward is in named stages; ")
     assert max(len(line) for line in lines[:13]) <= 120
 
 
-def test_an_other_row_never_shows_a_negative_time():
-    # backbone's median 8.0 but its conv's 8.4 (the medians of noisy repeats): the remainder
-    # would be -0.4 ms, so backbone/other shows its own median 0.3 (of each forward's
-    # backbone minus conv), marked ~ and explained under the table
-    stages = _with_other(cpu_time_ms_median=[0.5, 8.0, 8.4, 0.3, 1.0, 1.5, 0.25, 1.9],
-                         cpu_time_ms_median_ci95_low=[0.4, 7.0, 7.5, 0.1, 0.9, 1.4, 0.2, 1.0],
+def test_an_other_row_and_the_coverage_are_never_negative_or_over_100_percent():
+    # backbone's median 8.0 but its conv's 8.4 (the medians of noisy repeats): backbone/other
+    # shows its own median 0.3; a median below 0 (clock noise) shows 0
+    stages = _with_other(cpu_time_ms_median=[0.5, 8.0, 8.4, 0.3, 1.0, 1.5, 0.25, -0.2],
+                         cpu_time_ms_median_ci95_low=[0.4, 7.0, 7.5, 0.1, 0.9, 1.4, 0.2, -1.0],
                          cpu_time_ms_median_ci95_high=[0.6, 9.0, 9.5, 0.9, 1.1, 1.6, 0.3, 2.0])
     totals = RunTotals(forward_ms=[13.0, 13.25, 13.5], parameters=1, macs=10 ** 9,
                        flops=int(2.7e9), in_bytes=1, out_bytes=1)
-    lines = format_summary(stages, totals=totals).splitlines()
+    lines = format_summary(stages, totals=totals, coverage={"time": 1.12}).splitlines()
     rows = {line.split()[0]: line.split()[1:] for line in lines[2:10]}
-    assert rows["backbone/other"][:2] == ["0.300~", "0.100-0.900!"]  # ! wide interval
-    assert rows["other"][:2] == ["2.00", "-"]  # 13.25 - (0.5 + 8 + 2.5 + 0.25), not negative
-    assert any(line.startswith("~ an 'other' row whose siblings' medians add up to more")
+    assert rows["backbone/other"][:2] == ["0.300", "0.100-0.900!"]  # ! wide interval
+    assert rows["other"][0] == "0"
+    assert any(line.startswith("coverage: 100% of the time") for line in lines)
+    assert any(line.startswith("(other: the median over the repeats of the time its parent")
                for line in lines)
-    assert not any("~ an 'other'" in line
-                   for line in format_summary(_with_other(), totals=totals).splitlines())
 
 
 def test_long_stage_names_keep_their_end():

@@ -14,8 +14,6 @@ is in a legend, and MB is 1e6 bytes on every plot (the torchstat table's MiB are
 
 from __future__ import annotations
 
-import functools
-import io
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
@@ -25,9 +23,10 @@ from matplotlib.ticker import LogFormatter
 
 from ..counting.roofline import stage_points
 from ..statistics.aggregate import shown_calls, time_column
-from .labels import PLOT_NAME_WIDTH, plot_label as _shown_name
+from .plot_style import plot_label, png as _png
 from .record import Run, as_record
-from .summary import extra_metrics
+from .time_plot import plot_stage_times
+from .view import extra_metrics
 
 if TYPE_CHECKING:
     from ..counting.roofline import Ceilings
@@ -84,37 +83,9 @@ def _log_axes(axes: Any) -> None:
         axis.set_minor_formatter(LogFormatter(labelOnlyBase=False))
 
 
-def _png(figure: Figure) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    return buffer.getvalue()
-
-
 def _stage_rows(stages: pd.DataFrame, max_depth: int, other: bool = False) -> pd.DataFrame:
     rows = shown_calls(stages, max_depth, ("stage", "other") if other else ("stage",))
     return rows if other else rows.sort_values("order")
-
-
-@functools.lru_cache(maxsize=None)
-def _drawable() -> frozenset:
-    """The characters that both fonts of the plots (their text, and the roofline's monospace
-    list) can draw: matplotlib's default ones, or those the user configured."""
-    from matplotlib import font_manager
-    from matplotlib.ft2font import FT2Font
-
-    fonts = [font_manager.findfont(font_manager.FontProperties(family=[family]))
-             for family in ("sans-serif", "monospace")]
-    return frozenset.intersection(*(frozenset(FT2Font(path).get_charmap()) for path in fonts))
-
-
-def plot_label(name: Any, width: int = PLOT_NAME_WIDTH) -> str:
-    """``name`` as the plots show it (:func:`profiling.reports.labels.plot_label`: printable,
-    shortened, never mathtext), each character their fonts cannot draw written as its escape
-    (``\\u30ab``): an empty box tells nothing, and matplotlib warns about each one."""
-    drawable = _drawable()
-    return "".join(char if ord(char) in drawable or char == " " else
-                   (f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
-                   for char in _shown_name(name, width))
 
 
 def _call_label(stage: Any, call_index: Any, depth: Any = 0) -> str:
@@ -126,47 +97,6 @@ def _call_label(stage: Any, call_index: Any, depth: Any = 0) -> str:
 
 def _call_labels(rows: pd.DataFrame) -> list[str]:
     return [_call_label(r.stage, r.call_index, r.depth) for r in rows.itertuples()]
-
-
-def plot_stage_times(stages: pd.DataFrame, max_depth: int = 0) -> Optional[bytes]:
-    """Horizontal bars of each stage's mean time and of the ``other`` row (grey), CPU and
-    CUDA side by side: means, because they add up, stages and ``other``, to the mean forward.
-
-    Stages called several times are summed over their calls; the whiskers span p10 to p90
-    for stages called once. ``None`` when the run measured no time.
-    """
-    kinds = [(kind, column) for kind, column in _TIMES if f"{column}_mean" in stages]
-    if not kinds:
-        return None
-    rows = _stage_rows(stages, max_depth, other=True)
-    grouped = rows.groupby("stage", sort=False)
-    names = list(grouped.groups)
-    other = (grouped["kind"].first() != "stage").to_numpy()
-    figure = Figure(figsize=(9, 0.6 + 0.38 * len(names) * len(kinds)))
-    axes = figure.subplots()
-    height = 0.8 / len(kinds)
-    positions = np.arange(len(names))
-    for i, (kind, column) in enumerate(kinds):
-        mean = grouped[f"{column}_mean"].sum()
-        single = grouped.size() == 1
-        low = (mean - grouped[f"{column}_p10"].sum()).where(single, 0).clip(lower=0)
-        high = (grouped[f"{column}_p90"].sum() - mean).where(single, 0).clip(lower=0)
-        colours = np.where(other, "0.6", f"C{i}")
-        bars = axes.barh(positions + i * height, mean.to_numpy(), height=height,
-                         xerr=[low.to_numpy(), high.to_numpy()], color=colours,
-                         label=f"{kind.upper()} (mean)", capsize=2)
-        for bar, hatched in zip(bars, other):
-            bar.set_hatch("//" if hatched else "")
-    axes.set_yticks(positions + height * (len(kinds) - 1) / 2, [plot_label(n) for n in names])
-    axes.invert_yaxis()
-    axes.set_xlabel("time per forward (ms)")
-    _log_if_wide(axes, np.concatenate([grouped[f"{c}_mean"].sum().to_numpy()
-                                       for _, c in kinds]), "x")
-    axes.set_title("Time per stage; grey: other, outside every stage\n"
-                   "(means: the bars add up to the mean forward; whiskers: p10-p90)")
-    _legend_outside(axes)
-    axes.grid(axis="x", alpha=0.3)
-    return _png(figure)
 
 
 def _bars_by_depth(rows: pd.DataFrame, values: np.ndarray, label: Any
@@ -463,7 +393,7 @@ def render_plots(run: Run, ceilings: Optional["Ceilings"] = None
     ceilings = ceilings if ceilings is not None else record.ceilings
     dtype = record.roofline_dtype
     plots, notes = {}, []
-    made = {"time": plot_stage_times(stages), "payload": plot_payload(stages),
+    made = {"time": plot_stage_times(record), "payload": plot_payload(stages),
             "memory": plot_memory(stages), "roofline": plot_roofline(stages, ceilings, dtype),
             "layers": plot_layers(layers) if layers is not None else None}
     reasons = {"time": "the run measured no time",

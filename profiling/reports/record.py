@@ -142,6 +142,7 @@ def run_record(result: "ProfileResult", model: Optional["torch.nn.Module"] = Non
     from ..counting.roofline import add_roofline_columns
     from ..stages.payload import device_type_of
     from ..statistics.aggregate import repeat_table, time_column
+    from ..statistics.intervals import interval_label
     from .layers_table import layers_table
     from .metadata import run_metadata
 
@@ -156,6 +157,10 @@ def run_record(result: "ProfileResult", model: Optional["torch.nn.Module"] = Non
     if result.coverage:
         extra["coverage"] = result.coverage
     extra["metrics"] = [metric.as_dict() for metric in result.metrics]
+    if result.forward_ms:
+        label, coverage = interval_label(len(result.forward_ms))
+        extra["interval"] = {"label": label, "coverage": round(coverage, 5),
+                             "repeats": len(result.forward_ms)}
     if counted:
         extra.update(uncounted_ops=result.uncounted, totals=result.totals)
         if ceilings is not None:

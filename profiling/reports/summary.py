@@ -11,19 +11,18 @@ the model's parameters, MACs, FLOPs and input and output payload.
 
 from __future__ import annotations
 
-import math
 import textwrap
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..statistics.aggregate import first_column, shown_calls, stage_time_sums, time_column
-from ..statistics.coverage import OTHER, coverage_line
 from ..stages.payload import payload_bytes, walk_payload
-from ..statistics.intervals import CONFIDENCE, median_interval, median_interval_coverage
+from ..statistics.coverage import OTHER
+from ..statistics.intervals import median_interval
 from .labels import right_aligned, shorten
+from .view import OTHER_RULE, OWN_METRICS, extra_metrics
 from .numbers import significant
 
 __all__ = ["format_summary", "RunTotals", "run_totals", "WIDE_INTERVAL", "OWN_METRICS",
@@ -31,22 +30,10 @@ __all__ = ["format_summary", "RunTotals", "run_totals", "WIDE_INTERVAL", "OWN_ME
 
 #: A stage whose interval reaches further than this from its median (relative) is flagged.
 WIDE_INTERVAL = 0.10
-#: How many of the slowest top-level stages the summary marks.
-SLOWEST = 3
-#: The built-in metrics the terminal tables (this summary and the comparison) show with code
-#: of their own: time with its interval, GFLOPs, the memory peak.
-OWN_METRICS = ("cpu_time_ms", "cuda_time_ms", "flops", "tensor_peak_mb", "cuda_peak_mb")
 #: The width of a declared metric's column.
 EXTRA_WIDTH = 14
-
-
-def extra_metrics(metrics: Sequence[Any], columns: Any) -> list[Any]:
-    """The declared headline metrics measured once that a terminal table shows in columns of
-    their own: any but :data:`OWN_METRICS`, where ``columns`` holds them."""
-    return [metric for metric in metrics if metric.headline and metric.repeats == "once"
-            and str(metric) not in OWN_METRICS and metric.column in columns]
-
-
+#: How many of the slowest top-level stages the summary marks.
+SLOWEST = 3
 @dataclass
 class RunTotals:
     """The whole forward, for the summary's total row.
@@ -87,68 +74,6 @@ def _interval(low: float, high: float, median: float) -> str:
     return f"{significant(low)}-{significant(high)}" + ("!" if wide else " ")
 
 
-def _displayed(stages: pd.DataFrame, max_depth: int, time: Optional[str],
-               memory: Optional[str], times: Optional[pd.DataFrame],
-               extras: Sequence[Any] = ()) -> pd.DataFrame:
-    """One row per stage (and ``other`` row) down to ``max_depth``, calls summed."""
-    rows = shown_calls(stages, max_depth, ("stage", OTHER))
-    grouped = rows.groupby("stage", sort=False)
-    table = pd.DataFrame({"calls": grouped.size(), "depth": grouped["depth"].first(),
-                          "kind": grouped["kind"].first(),
-                          "parent": grouped["parent"].first() if "parent" in rows else "",
-                          "out_mb": grouped["out_bytes"].sum() / 1e6})
-    if time:
-        table = table.join(stage_time_sums(rows, time, times))
-    if "flops" in rows and rows["flops"].notna().any():
-        table["gflops"] = grouped["flops"].sum(min_count=1) / 1e9
-    if memory:
-        table["peak_mb"] = grouped[memory].max()
-    for metric in extras:  # calls add up as the metric declares
-        table[str(metric)] = grouped[metric.column].agg(metric.calls) * metric.scale
-    return table
-
-
-def _remainders(table: pd.DataFrame, total_ms: Optional[float]) -> set:
-    """Each ``other`` row's time shown as its parent's (the whole forward's at the top) minus
-    the rows beside it, so that the rows of a level add up to their total in the table:
-    medians do not add up, the ``_mean`` columns of ``stages.csv`` do.
-
-    Where noise makes that remainder negative (the rows beside it have medians that add up to
-    more than their parent's), the row keeps its own median over the repeats (of each
-    forward's parent minus children, never below zero but for clock noise) and its interval;
-    those rows are returned, for the table to mark them."""
-    own: set = set()
-    if "time_ms" not in table:
-        return own
-    for name, row in table[table["kind"] == OTHER].iterrows():
-        siblings = table[(table["depth"] == row["depth"]) & (table["kind"] == "stage")
-                         & (table["parent"] == row["parent"])]
-        whole = total_ms if row["depth"] == 0 else table["time_ms"].get(row["parent"])
-        if whole is None or pd.isna(whole):
-            continue
-        remainder = whole - siblings["time_ms"].sum()
-        if remainder < 0 and not pd.isna(row["time_ms"]):
-            own.add(name)
-        else:
-            table.loc[name, ["time_ms", "ci_low", "ci_high"]] = [remainder, np.nan, np.nan]
-    return own
-
-
-def _count_remainders(table: pd.DataFrame, total_gflops: Optional[float]) -> None:
-    """Each ``other`` row's GFLOPs as its parent's (the whole forward's at the top) minus the
-    rows beside it, as :func:`_remainders` does for time: where a stage's deeper calls are
-    inside a shallower one (:func:`~profiling.statistics.aggregate.shown_calls`), the rows
-    shown still add up (counts are exact, so the remainder always stands)."""
-    if "gflops" not in table:
-        return
-    for name, row in table[table["kind"] == OTHER].iterrows():
-        siblings = table[(table["depth"] == row["depth"]) & (table["kind"] == "stage")
-                         & (table["parent"] == row["parent"])]
-        whole = total_gflops if row["depth"] == 0 else table["gflops"].get(row["parent"])
-        if whole is not None and not pd.isna(whole):
-            table.loc[name, "gflops"] = whole - siblings["gflops"].sum()
-
-
 def _slowest(table: pd.DataFrame, count: int = SLOWEST) -> set:
     top = table[(table["kind"] == "stage") & (table["depth"] == 0)]
     return set(top["time_ms"].nlargest(count).index) if "time_ms" in top and len(top) > count \
@@ -158,13 +83,14 @@ def _slowest(table: pd.DataFrame, count: int = SLOWEST) -> set:
 def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 40,
                    times: Optional[pd.DataFrame] = None, totals: Optional[RunTotals] = None,
                    coverage: Optional[dict] = None, coverage_hint: Optional[str] = None,
-                   metrics: Sequence[Any] = ()) -> str:
-    """A table of the stages down to ``max_depth``: calls, time and its 95% interval, the
-    share of the whole forward, GFLOPs, output payload and memory peak (each only when
-    measured), the ``other`` rows, a total row, and a footer.
+                   metrics: Sequence[Any] = (), meta: Optional[Mapping[str, Any]] = None
+                   ) -> str:
+    """A table of the stages down to ``max_depth``: calls, time and its interval, the share
+    of the whole forward, GFLOPs, output payload and memory peak (each only when measured),
+    the ``other`` rows under their parents, a total row, and a footer: the terminal's face
+    of the run's :func:`~profiling.reports.view.run_view`.
 
-    The rows of one level and their ``other`` row add up to the level's total; the
-    :data:`SLOWEST` slowest top-level stages are marked ``*``.
+    The :data:`SLOWEST` slowest top-level stages are marked ``*``.
 
     Args:
         stages: the stage table (``stages.csv``).
@@ -178,27 +104,37 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
         metrics: the run's declared metrics (:attr:`~profiling.runner.ProfileResult.metrics`):
             each headline metric beyond :data:`OWN_METRICS` gets a column, its label as
             heading, its calls added up as it declares.
+        meta: the run's ``meta.json`` (its noise verdict and precision are printed).
     """
-    time = time_column(stages)
-    memory = first_column(stages, "cuda_peak_mb", "tensor_peak_mb")
-    extras = extra_metrics(metrics, stages.columns)
-    table = _displayed(stages, max_depth, time, memory, times, extras)
+    from .record import RunRecord
+    from .view import run_view
+
+    recorded = dict(meta or {})
+    if totals is not None:
+        recorded.update(forward_ms=list(totals.forward_ms), totals={"flops": totals.flops})
+    if coverage is not None:
+        recorded["coverage"] = coverage
+    view = run_view(RunRecord(None, "ok", meta=recorded, stages=stages, times=times),
+                    max_depth=max_depth, metrics=metrics, coverage_hint=coverage_hint)
+    lines = _table_lines(view, max_rows, totals, metrics)
+    if meta is not None:
+        lines.append(f"precision: {view.precision}")
+    if view.coverage_line:
+        lines += view.coverage_line.splitlines()
+    return "\n".join(lines)
+
+
+def _table_lines(view: Any, max_rows: int, totals: Optional[RunTotals],
+                 metrics: Sequence[Any]) -> list[str]:
+    table, time, memory = view.summary, view.time, view.memory
+    extras = extra_metrics(metrics, view.rows.columns)
     flops = "gflops" in table
-    total_ms = float(np.median(totals.forward_ms)) if totals is not None and len(
-        totals.forward_ms) else None
-    own_medians = _remainders(table, total_ms)
-    _count_remainders(table, totals.flops / 1e9 if totals is not None and totals.flops
-                      is not None else None)
-    share_of = total_ms if time and total_ms else (
-        totals.flops / 1e9 if flops and totals is not None and totals.flops else None)
-    share_column = "time_ms" if time and total_ms else "gflops"
+    share = "share" in table
     slowest = _slowest(table) if time else set()
-    ci = _ci_label(totals, times)
     columns = [("calls", "", 6)] + ([("time ms", "sum, med.", 11),
-                                     (f"{ci} ms", "of the median", 17)]
+                                     (f"{view.interval_label} ms", "of the median", 17)]
                                     if time else []) \
-        + ([("share", f"of {'time' if share_column == 'time_ms' else 'FLOPs'}", 10)]
-           if share_of else []) \
+        + ([("share", f"of {view.share_of}", 10)] if share else []) \
         + ([("GFLOPs", "sum", 10)] if flops else []) + [("out MB", "sum", 10)] \
         + ([(_MEMORY_LABELS[memory], "max", 15)] if memory else []) \
         + [(metric.label, metric.calls, EXTRA_WIDTH) for metric in extras]
@@ -207,15 +143,13 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
              + "".join(f"{rule:>{width}}" for _, rule, width in columns)]
     for name, row in table.head(max_rows).iterrows():
         other = row["kind"] == OTHER
-        label = _label(str(name), int(row["depth"]))
         cells = [f"{'' if other else int(row['calls']):>6}"]
         if time:
-            shown = significant(row["time_ms"]) + ("~" if name in own_medians else "")
-            cells += [right_aligned(shown, 11), right_aligned(
+            cells += [right_aligned(significant(row["time_ms"]), 11), right_aligned(
                 _interval(row.get('ci_low'), row.get('ci_high'), row['time_ms']), 17)]
-        if share_of:
+        if share:
             mark = "*" if name in slowest else " "
-            cells.append(f"{100 * row[share_column] / share_of:>8.1f}%{mark}")
+            cells.append(f"{row['share']:>8.1f}%{mark}")
         if flops:
             cells.append(right_aligned(significant(row['gflops']), 10))
         cells.append(f"{'':>10}" if other else right_aligned(significant(row['out_mb']), 10))
@@ -223,21 +157,17 @@ def format_summary(stages: pd.DataFrame, *, max_depth: int = 1, max_rows: int = 
             cells.append(f"{'':>15}" if other else right_aligned(significant(row['peak_mb']), 15))
         cells += [right_aligned('' if other else significant(row[str(metric)]), EXTRA_WIDTH)
                   for metric in extras]
-        lines.append(f"{label:<41}" + "".join(cells))
+        lines.append(f"{_label(str(name), int(row['depth'])):<41}" + "".join(cells))
     if len(table) > max_rows:
         lines.append(f"... {len(table) - max_rows} more stages in stages.csv")
     if totals is not None:
         lines += [line + " " * EXTRA_WIDTH * len(extras) if index == 0 else line
                   for index, line in enumerate(
-                      _total_lines(totals, bool(time), bool(share_of), flops, bool(memory)))]
-    lines += _footer(time, flops, memory, table[table["kind"] == "stage"],
-                     bool(slowest), bool(OTHER in set(table["kind"])), ci, bool(own_medians))
+                      _total_lines(totals, bool(time), share, flops, bool(memory)))]
+    lines += _footer(view, table[table["kind"] == "stage"], bool(slowest))
     lines += [f"({metric.label}: {metric.description or metric}, {metric.unit or 'no unit'}"
               f"{'' if metric.scale == 1 else f' x {metric.scale:g}'})" for metric in extras]
-    line = coverage_line(coverage or {}, *([coverage_hint] if coverage_hint else []))
-    if line:
-        lines += line.splitlines()
-    return "\n".join(lines)
+    return lines
 
 
 def _label(name: str, depth: int) -> str:
@@ -275,29 +205,26 @@ def _total_lines(totals: RunTotals, time: bool, share: bool, flops: bool, memory
             f"{significant(totals.out_bytes / 1e6)} MB"]
 
 
-def _footer(time: Optional[str], flops: bool, memory: Optional[str], table: pd.DataFrame,
-            slowest: bool = False, other: bool = False, ci: str = "95% CI",
-            own_medians: bool = False) -> list[str]:
+def _footer(view: Any, table: pd.DataFrame, slowest: bool = False) -> list[str]:
+    time, memory = view.time, view.memory
+    flops = "gflops" in view.summary
     note = (f"time: {time.split('_time')[0].upper()} time summed over a stage's calls, median "
             f"over the repeats" if time else "no timing")
     wide = 0
     if time and "ci_low" in table:
         reach = np.maximum(table["time_ms"] - table["ci_low"], table["ci_high"] - table["time_ms"])
         wide = int((reach > WIDE_INTERVAL * table["time_ms"]).sum())
-    flagged = (f"! {wide} stage(s) with an interval wider than ±{WIDE_INTERVAL:.0%} of the "
-               f"median; " if wide else "")
-    lines = [f"({note}" + (f"; {ci}: order-statistics interval of the median, its true "
-                           f"coverage for the repeats made" if time else "") + ")"]
-    if flagged:
-        lines.append(flagged.rstrip("; "))
+    lines = [f"({note}" + (f"; {view.interval_label}: order-statistics interval of the median, "
+                           f"its true coverage for the {view.repeats} repeats made"
+                           if time else "") + ")"]
+    if wide:
+        lines.append(f"! {wide} stage(s) with an interval wider than ±{WIDE_INTERVAL:.0%} of "
+                     f"the median")
     if slowest:
         lines.append(f"* the {SLOWEST} slowest top-level stages")
-    if other:
-        lines.append("(other: what no stage below the same parent covers, its time the parent's "
-                     "minus the rows beside it; stages.csv's _mean columns add up exactly)")
-    if own_medians:
-        lines.append("~ an 'other' row whose siblings' medians add up to more than their "
-                     "parent's (noise): its own median over the repeats is shown instead")
+    if OTHER in set(view.summary["kind"]):
+        rule = OTHER_RULE if time else "other: what no stage below the same parent covers"
+        lines.append(f"({rule})")
     lines.append("(" + ("GFLOPs: 1e9 floating-point operations; " if flops else "")
                  + "MB: 1e6 bytes; out: output payload)")
     if memory:
@@ -315,16 +242,3 @@ _MEMORY_NOTES = {
                        "several times more)",
     "cuda_peak_mb": "(alloc peak: torch's CUDA allocator peak above a call's start, "
                         "workspaces included; not the driver's reserved memory)"}
-
-
-def _ci_label(totals: Optional[RunTotals], times: Optional[pd.DataFrame]) -> str:
-    """``95% CI``, or the coverage the order-statistics interval really has for the repeats
-    made (``93.7% CI`` for 5 repeats)."""
-    repeats = len(totals.forward_ms) if totals is not None and len(totals.forward_ms) else (
-        int(times["repeat"].max()) + 1 if times is not None and len(times) else 0)
-    if not repeats:
-        return "95% CI"
-    coverage = median_interval_coverage(repeats)
-    if coverage >= CONFIDENCE:
-        return f"{CONFIDENCE:.0%} CI"
-    return f"{math.floor(coverage * 1000) / 10:g}% CI"

@@ -8,7 +8,7 @@ from .._exports import lazy_exports
 #: Each public name and the module that defines it.
 _EXPORTS = {
     "CONFIDENCE": "intervals", "median_interval": "intervals",
-    "median_interval_coverage": "intervals", "relative_half_width": "intervals",
+    "median_interval_coverage": "intervals", "interval_label": "intervals", "relative_half_width": "intervals",
     "ratio_interval": "intervals", "is_significant": "intervals",
     "coefficient_of_variation": "intervals", "AutoRepeats": "intervals",
     "MEDIAN_CI_METHOD": "intervals", "RATIO_CI_METHOD": "intervals",

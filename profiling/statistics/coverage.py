@@ -15,6 +15,7 @@ same statistics over the repeats as every stage (:func:`profiling.statistics.agg
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
@@ -34,7 +35,8 @@ LOW_COVERAGE = 0.90
 #: The share of a sum below which a negative difference of floats is round-off, not measured.
 ROUND_OFF = 1e-9
 #: The metrics that add up over stages (times and counts; memory peaks do not).
-ADDITIVE = ("cpu_time_ms", "cuda_time_ms", *COUNT_FIELDS)
+TIMES = ("cpu_time_ms", "cuda_time_ms")
+ADDITIVE = (*TIMES, *COUNT_FIELDS)
 
 
 def _sums(calls: Sequence[StageCall]) -> dict[str, float]:
@@ -94,7 +96,11 @@ def _placed_others(calls: Sequence[StageCall], totals: Mapping[str, float]
 
 
 def _difference(whole: Mapping[str, float], parts: Mapping[str, float]) -> dict[str, float]:
-    return {metric: remainder(value, parts.get(metric, 0)) for metric, value in whole.items()
+    """``whole`` less ``parts`` for each additive metric: a time never below 0 (the parts'
+    timers can add up to a little more than the whole's: clock noise, not time spent), a count
+    less its round-off (:func:`remainder`)."""
+    return {metric: max(value - parts.get(metric, 0), 0.0) if metric in TIMES
+            else remainder(value, parts.get(metric, 0)) for metric, value in whole.items()
             if metric in ADDITIVE}
 
 
@@ -112,18 +118,23 @@ def remainder(whole: float, parts: float) -> float:
 def stage_coverage(stages: pd.DataFrame, forward_ms: Sequence[float],
                    totals: Optional[Mapping[str, Any]],
                    times: Optional[pd.DataFrame] = None) -> dict[str, float]:
-    """The share of the forward inside named top-level stages, each only when measured:
-    ``time``, the top-level stages' times (as the summary shows them:
-    :func:`~profiling.statistics.aggregate.stage_time_sums` of the raw repeats ``times``) over the median
-    forward, and ``flops``, their FLOPs over the counted total."""
+    """The share of the forward inside named top-level stages, each only when measured and
+    never above 1: ``time``, one less the top-level ``other`` row's median over the median
+    forward (what the ``other`` row of every report says is left; without that row, the
+    top-level stages' times, :func:`~profiling.statistics.aggregate.stage_time_sums` of the
+    raw repeats ``times``, over the median forward), and ``flops``, the top-level stages'
+    FLOPs over the counted total."""
     top = stages[(stages["kind"] == "stage") & (stages["depth"] == 0)]
     coverage: dict[str, float] = {}
     time = time_column(stages)
     if time and len(forward_ms) and float(np.median(forward_ms)) > 0:
-        coverage["time"] = float(stage_time_sums(top, time, times)["time_ms"].sum()
-                                 / np.median(forward_ms))
+        forward = float(np.median(forward_ms))
+        other = stages.loc[(stages["kind"] == OTHER) & (stages["stage"] == OTHER), time]
+        inside = (forward - max(float(other.iloc[0]), 0.0) if len(other) and other.notna().all()
+                  else float(stage_time_sums(top, time, times)["time_ms"].sum()))
+        coverage["time"] = min(max(inside / forward, 0.0), 1.0)
     if totals and totals.get("flops") and "flops" in top:
-        coverage["flops"] = float(top["flops"].sum() / totals["flops"])
+        coverage["flops"] = min(float(top["flops"].sum() / totals["flops"]), 1.0)
     return coverage
 
 
@@ -145,4 +156,6 @@ def coverage_line(coverage: Mapping[str, float],
 
 def _share(value: float) -> str:
     percent = 100 * value
-    return f"{percent:.1f}%" if 99 < percent < 100 else f"{percent:.0f}%"
+    if 99 < percent < 100:  # rounded down: 99.97% is not all of it
+        return f"{math.floor(percent * 10) / 10:.1f}%"
+    return f"{percent:.0f}%"

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["CONFIDENCE", "median_interval", "median_interval_coverage", "relative_half_width", "ratio_interval",
+__all__ = ["CONFIDENCE", "median_interval", "median_interval_coverage", "interval_label", "relative_half_width", "ratio_interval",
            "is_significant", "coefficient_of_variation", "AutoRepeats", "MEDIAN_CI_METHOD",
            "RATIO_CI_METHOD"]
 
@@ -85,6 +85,16 @@ def median_interval_coverage(n: int, confidence: float = CONFIDENCE) -> float:
     rank = max(_order_statistic_rank(n, confidence), 1)
     below = sum(math.comb(n, k) for k in range(rank))  # 2**n P(Bin(n, 1/2) < rank)
     return 1.0 - 2.0 * below / 2 ** n
+
+
+def interval_label(repeats: int) -> tuple[str, float]:
+    """The label of the median's interval for ``repeats`` timed forwards and its true
+    coverage: ``("95% CI", c)`` where the order-statistics interval reaches 95%, else its
+    coverage rounded down (``("93.7% CI", 0.9375)`` for 5 repeats, ``75%`` for 3)."""
+    coverage = median_interval_coverage(repeats) if repeats else 0.0
+    if not repeats or coverage >= CONFIDENCE:
+        return f"{CONFIDENCE:.0%} CI", coverage
+    return f"{math.floor(coverage * 1000) / 10:g}% CI", coverage
 
 
 def relative_half_width(values: Sequence[float], confidence: float = CONFIDENCE) -> float:

@@ -357,7 +357,7 @@ def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path],
     if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
         print(format_summary(record.stages, times=record.times, metrics=record.metrics,
                              totals=run_totals(result, model, job.inputs),
-                             coverage=record.meta.get("coverage"),
+                             coverage=record.meta.get("coverage"), meta=record.meta,
                              coverage_hint=runtime_coverage_hint(job.deployed)
                              or COVERAGE_HINT))
         for note in notes:

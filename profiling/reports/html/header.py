@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Optional
 
-from ...statistics.noise import unreliable_reasons
+from ...statistics.intervals import interval_label, median_interval
 from ..comparison import config_differences
 from ..record import RunRecord
 from ..runs import forward_median
+from ..view import executed_precision, noise_verdict
 from .formatting import significant
 
 __all__ = ["model_name", "option_changes", "noise_verdict", "run_facts", "IGNORED_OPTIONS"]
@@ -37,30 +39,15 @@ def option_changes(record: RunRecord, defaults: Optional[Mapping[str, Any]] = No
             if not key.startswith(IGNORED_OPTIONS) and not key.endswith("_target_")]
 
 
-def noise_verdict(meta: Mapping[str, Any]) -> str:
-    """``reliable`` or ``UNRELIABLE`` with the reasons and the forward's spread, or why there
-    is no verdict."""
-    noise = meta.get("noise") or {}
-    if not noise:
-        return "not timed" if not meta.get("forward_ms") else "not recorded (an older run)"
-    reasons = unreliable_reasons(noise)
-    cv = noise.get("forward_cv")
-    spread = f"forward CV {cv:.1%}, " if cv is not None else ""
-    load = (noise.get("load_average_before") or [None])[0]
-    detail = f"{spread}load {load} on {noise.get('cores')} cores, {noise.get('repeats')} repeats"
-    if reasons:
-        return f"UNRELIABLE: {'; '.join(reasons)} ({detail})"
-    return f"reliable ({detail})"
-
-
 def _forward(meta: Mapping[str, Any]) -> str:
     median = forward_median(meta)
     if median is None:
         return "not timed"
-    interval = (meta.get("noise") or {}).get("forward_median_ci95_ms")
+    forward = [float(value) for value in meta.get("forward_ms") or []]
+    low, high = median_interval(forward)  # a runtime's run records no noise, only these
     text = f"{significant(median)} ms median"
-    if interval:
-        text += f" (95% CI {significant(interval[0])}-{significant(interval[1])} ms)"
+    if not math.isnan(low):
+        text += f" ({interval_label(len(forward))[0]} {significant(low)}-{significant(high)} ms)"
     return text
 
 
@@ -69,7 +56,7 @@ def run_facts(record: RunRecord, defaults: Optional[Mapping[str, Any]] = None
     """The header of a run: model, options, device, dtype, torch, noise, forward, ..."""
     meta, config = record.meta, record.config
     run = config.get("run") or {}
-    deployment = [str(run.get("dtype", "float32"))] + [
+    deployment = [executed_precision(meta)] + [
         name for name in ("autocast", "channels_last", "compile") if run.get(name)]
     size = (config.get("input") or {}).get("size")
     batch = (config.get("input") or {}).get("batch")

@@ -1,5 +1,6 @@
-"""The one self-contained HTML file every report is: plotly.js, the page's data and its script
-inlined, nothing loaded from the network, so the page opens from disk or an e-mail attachment.
+"""The one self-contained HTML file every report is: plotly.js (gzip-compressed, unpacked by the
+browser), the page's data and its script inlined, nothing loaded from the network, so the page
+opens from disk or an e-mail attachment.
 
 A page is a header (a title and ``label: value`` facts) and sections, each a heading, a note
 and HTML (charts are ``<div class="chart" id=...>`` placeholders that ``assets/report.js``
@@ -8,6 +9,9 @@ draws from the figures in the page's data).
 
 from __future__ import annotations
 
+import base64
+import functools
+import gzip
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Mapping, Optional, Sequence
@@ -16,6 +20,7 @@ from ...errors import require_extra
 from ..labels import printable, shorten
 
 __all__ = ["Page", "Section", "chart_placeholder", "escape", "chart_label", "plotly_js",
+           "packed_plotly_js",
            "to_json", "CHART_NAME_WIDTH"]
 
 #: The longest name a chart's axis, legend or block shows before shortening it in its middle
@@ -54,6 +59,15 @@ def plotly_js() -> str:
     from plotly.offline import get_plotlyjs
 
     return get_plotlyjs()
+
+
+@functools.lru_cache(maxsize=1)
+def packed_plotly_js() -> str:
+    """:func:`plotly_js` gzip-compressed and base64-encoded, as a page holds it: 2 MB
+    instead of 5 (``assets/loader.js`` unpacks it with the browser's DecompressionStream; a
+    partial bundle of the trace types used would need plotly.js's build tools)."""
+    packed = gzip.compress(plotly_js().encode("utf-8"), compresslevel=9, mtime=0)
+    return base64.b64encode(packed).decode("ascii")
 
 
 #: What could end or open a ``<script>`` element's text, as the JSON escapes that mean the
@@ -130,6 +144,8 @@ class Page:
                 f"<title>{escape(self.title)}</title><style>{_asset('report.css')}</style>"
                 f"</head><body data-page=\"{escape(self.kind)}\">{self._header()}<main>{body}"
                 "</main><div id=\"report-errors\" hidden></div>"
-                f"<script>{plotly_js()}</script>"
                 f"<script type=\"application/json\" id=\"report-data\">{payload}</script>"
-                f"<script>{_asset('report.js')}</script></body></html>\n")
+                f"<script type=\"text/plain\" id=\"report-script\">{_asset('report.js')}"
+                f"</script><script type=\"application/octet-stream\" id=\"plotly-gzip\">"
+                f"{packed_plotly_js()}</script><script>{_asset('loader.js')}</script>"
+                "</body></html>\n")

@@ -66,7 +66,7 @@ def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
     metrics = icicle_metrics(stages, forward_ms, total_flops)
     if not metrics:
         return None
-    calls = stage_calls(stages)
+    calls = stage_calls(stages, other=True)
     parents = parent_keys(calls)
     labels = [stage_label(s, c) for s, c in zip(calls["stage"], calls["call_index"])]
     versions = []
@@ -147,7 +147,9 @@ def payload_figure(stages: pd.DataFrame) -> Any:
         barmode="overlay", height=360 + 6 * min(max(map(len, labels), default=0), 60),
         margin={"t": 20, "l": 70, "r": 10, "b": 10},
         yaxis={"title": {"text": "MB (1e6 bytes)"}, "type": scale},
-        xaxis={"type": "category", "tickangle": -60, "automargin": True},
+        xaxis={"type": "category", "tickangle": -60, "automargin": True,
+               "categoryorder": "array", "categoryarray": labels},  # forward order, not
+        # each trace's (one per depth) categories after the one before
         legend=legend_layout(len(figure.data)))
     return figure
 

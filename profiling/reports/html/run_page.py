@@ -10,6 +10,7 @@ from ...statistics.aggregate import time_column
 from ...errors import ProfilingError
 from ..record import Run, as_record
 from ..runs import forward_median
+from ..view import OTHER_RULE, forward_order, run_view
 from .formatting import indent, stage_label
 from .header import model_name, run_facts
 from .page import Page, Section, chart_placeholder, escape
@@ -28,12 +29,15 @@ def _share(value: Any, total: Optional[float]) -> Any:
 
 
 def stage_table(stages: pd.DataFrame, forward_ms: Optional[float],
-                total_flops: Optional[float], table_id: str = "stages") -> Table:
-    """Every stage call and probe in forward order: time with its interval and share of the
-    forward, FLOPs and their share, MACs, payload in and out, bytes alive across the cut,
-    the memory peak and the output shapes (the columns the run has)."""
+                total_flops: Optional[float], table_id: str = "stages",
+                interval: str = "95% CI") -> Table:
+    """Every stage call, probe and ``other`` row in forward order, each ``other`` row under
+    its parent (:func:`~profiling.reports.view.forward_order`): time with its interval
+    (``interval``: its label, :attr:`~profiling.reports.view.RunView.interval_label`) and
+    share of the forward, FLOPs and their share, MACs, payload in and out, bytes alive across
+    the cut, the memory peak and the output shapes (the columns the run has)."""
     time, memory = time_column(stages), memory_column(stages)
-    rows = stages.sort_values("order", kind="stable") if "order" in stages else stages
+    rows = forward_order(stages)
     top = rows[(rows["kind"] == "stage") & (rows["depth"] == 0)]
     if time is not None and forward_ms is None:
         forward_ms = float(top[time].sum())
@@ -45,7 +49,7 @@ def stage_table(stages: pd.DataFrame, forward_ms: Optional[float],
             (Column("kind", text=True), None)]
     if time:
         spec += [(Column("time ms", "median over the repeats"), time),
-                 (Column("95% CI ms", "interval of the median"), None),
+                 (Column(f"{interval} ms", "interval of the median"), None),
                  (Column("% of forward", "median time / the forward's median"), None)]
     if "flops" in rows:
         spec += [(Column("GFLOPs", "1e9 floating-point operations"), "flops"),
@@ -127,7 +131,8 @@ def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
     if record.status != "ok":
         raise ProfilingError(f"{record.label} is a failed run ({record.error}); there is "
                              f"nothing to report")
-    stages, meta = record.stages, record.meta
+    view = run_view(record)
+    stages, meta = view.rows, record.meta
     forward_ms = forward_median(meta)
     total_flops = (meta.get("totals") or {}).get("flops")
     page = Page("run", f"stagezoo run: {model_name(record.config)}",
@@ -137,9 +142,10 @@ def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
         page.charts["icicle"] = icicle
         page.sections.append(Section(
             "Stages", chart_placeholder("icicle", 460), anchor="icicle",
-            note="Each block is a stage call, under the stage that contains it; width: time "
-                 "(buttons: FLOPs, payload bytes, memory peak). Time and FLOPs add up, the "
-                 "forward's own block being what ran outside every stage; payload and memory "
+            note="Each block is a stage call, under the stage that contains it, and each "
+                 "'other' block what its parent ran outside its stages; width: time "
+                 "(buttons: FLOPs, payload bytes, memory peak). Time and FLOPs add up roughly "
+                 "(the blocks are medians); payload and memory "
                  "peaks do not, so a parent is drawn at least as wide as its children. Click "
                  "a block to zoom into it and pin it in every chart."))
     page.charts["payload"] = payload_figure(stages)
@@ -160,13 +166,17 @@ def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
     split = _split_section(stages, page)
     if split is not None:
         page.sections.append(split)
-    table = stage_table(stages, forward_ms, total_flops)
+    table = stage_table(stages, forward_ms, total_flops, interval=view.interval_label)
     depths = sorted(int(d) for d in stages["depth"].unique())
     page.sections.append(Section(
         "Stage table", '<p>highlighted: <span id="highlighted">none (hover or click a '
         'stage)</span></p>' + table.controls(depths) + table.render(), anchor="table",
-        note="Every stage call and probe in forward order; intervals are 95% intervals of the "
-             "median; shares are of the whole forward (time) and of all counted FLOPs."))
+        note=f"Every stage call and probe in forward order, each 'other' row under its parent; "
+             f"intervals: {view.interval_label}, the order-statistics interval of the median, "
+             f"its true coverage for the {view.repeats} repeats made; shares are of the whole "
+             f"forward (time) and of all counted FLOPs. {OTHER_RULE[0].upper()}{OTHER_RULE[1:]}."
+             + (f" {view.coverage_line.splitlines()[0][0].upper()}"
+                f"{view.coverage_line.splitlines()[0][1:]}." if view.coverage_line else "")))
     notes = [str(n) for n in meta.get("notes") or []]
     if notes:
         page.sections.append(Section("Notes", '<ul class="compact">' + "".join(

@@ -8,6 +8,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from ...statistics.coverage import OTHER
+from ..view import forward_order
 from .formatting import stage_key
 
 __all__ = ["ROOT", "stage_calls", "parent_keys", "exclusive_values"]
@@ -16,11 +18,12 @@ __all__ = ["ROOT", "stage_calls", "parent_keys", "exclusive_values"]
 ROOT = "(forward)"
 
 
-def stage_calls(stages: pd.DataFrame) -> pd.DataFrame:
-    """The stage rows (probes left out) in forward order, with their ``key``."""
-    rows = stages[stages["kind"] == "stage"] if "kind" in stages else stages
-    rows = rows.sort_values("order", kind="stable") if "order" in rows else rows
-    rows = rows.reset_index(drop=True)
+def stage_calls(stages: pd.DataFrame, other: bool = False) -> pd.DataFrame:
+    """The stage rows (probes left out; ``other`` rows too unless ``other``) in forward order
+    (:func:`~profiling.reports.view.forward_order`: each ``other`` row under its parent),
+    with their ``key``."""
+    kinds = ("stage", OTHER) if other else ("stage",)
+    rows = forward_order(stages[stages["kind"].isin(kinds)] if "kind" in stages else stages)
     return rows.assign(key=[stage_key(s, c) for s, c in zip(rows["stage"], rows["call_index"])])
 
 
