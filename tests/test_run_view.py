@@ -165,8 +165,8 @@ def test_every_face_of_a_pytorch_run_states_the_same_rows_labels_and_numbers(tmp
 
 
 @pytest.mark.slow
+@pytest.mark.runtimes
 def test_every_face_of_an_onnxruntime_int8_run_states_the_same(tmp_path):
-    pytest.importorskip("onnxruntime")
     from profiling.runtimes import profile_runtime
     from test_runtimes import ATTACH, _model_and_input
 

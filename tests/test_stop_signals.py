@@ -63,6 +63,7 @@ def test_a_real_stop_signal_ends_a_cpu_run_with_one_line_and_no_folder(number, l
 
 
 @pytest.mark.slow
+@pytest.mark.runtimes
 def test_sigterm_while_a_runtime_exports_leaves_no_temporary(tmp_path):
     """The export's work folder (in $TMPDIR) and the cache's incoming entry go with the run."""
     temporary, cache = tmp_path / "tmp", tmp_path / "cache"
