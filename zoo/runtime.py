@@ -27,7 +27,7 @@ def check_runtime(deployment: Any, device: torch.device) -> None:
     :class:`~zoo.deploy.Deployment`) can run in its runtime on
     ``device`` (the runtime's packages installed, the options it takes)."""
     from profiling.runtimes import require_runtime
-    from profiling.runtimes.runtime_profile import RUNTIME_DTYPES
+    from profiling.runtimes import RUNTIME_DTYPES
 
     runtime = deployment.runtime
     if runtime == "torch":
@@ -74,7 +74,7 @@ def _label_agreement(name: str, reference: Any, got: Any) -> dict[str, float]:
     round-off, not by the network: there no position is decided and ``{name}_decided``, the
     share of decided positions, is 0."""
     import numpy as np
-    from profiling.runtimes.runtime_profile import OUTPUT_SCALE_FLOOR
+    from profiling.runtimes import OUTPUT_SCALE_FLOOR
 
     ordered = np.sort(reference, axis=1)
     margin = ordered[:, -1] - ordered[:, -2]
@@ -158,7 +158,7 @@ def _output_notes(info: dict[str, Any], dtype: str, random_weights: bool) -> lis
     difference relative to the output's scale (never below :data:`OUTPUT_SCALE_FLOOR`, so
     that a network whose outputs are all near zero raises no alarm over a difference of
     1e-16), and whether it is more than the round-off of the precision that ran."""
-    from profiling.runtimes.runtime_profile import OUTPUT_SCALE_FLOOR, judged_difference
+    from profiling.runtimes import OUTPUT_SCALE_FLOOR, judged_difference
 
     if dtype == "int8":
         difference = ", ".join(f"{k} {v:.4g}" for k, v in info["int8_output"].items())

@@ -178,7 +178,7 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
     where ``non_negative`` says none can be (times), or two rows with the same ``unique``
     columns (a row pasted twice). Empty cells are read as missing values.
 
-    A negative number within :data:`~profiling.statistics.coverage.ROUND_OFF` of its column's
+    A negative number within :data:`ROUND_OFF` of its column's
     largest magnitude is round-off (a difference of sums) and reads as 0; the rows that
     ``signed_rows(table)`` marks (differences of two measurements) may hold any negative."""
     import numpy as np
@@ -231,10 +231,14 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
     return table
 
 
+#: The share of a sum below which a negative difference of floats is round-off, not measured
+#: (here, the lowest floor, so that the writers' :mod:`profiling.statistics` and the readers
+#: share it).
+ROUND_OFF = 1e-9
+
+
 def _round_off(values: "pd.Series") -> "pd.Series":
     """Which of ``values`` are negative within round-off of the column's largest magnitude."""
-    from ..statistics.coverage import ROUND_OFF
-
     finite = values[values.abs() < math.inf]
     scale = float(finite.abs().max()) if len(finite) else 0.0
     return (values < 0) & (values >= -ROUND_OFF * scale)

@@ -14,7 +14,8 @@ import importlib.util
 from typing import Any
 
 __all__ = ["RUNTIMES", "missing_packages", "require_runtime", "profile_runtime", "RuntimeProfile", "EXTRA",
-           "default_cache_folder", "default_provider", "make_workdir", "export_key"]
+           "default_cache_folder", "default_provider", "make_workdir", "export_key",
+           "RUNTIME_DTYPES", "OUTPUT_SCALE_FLOOR", "judged_difference"]
 
 #: The runtimes, and the packages each needs (float32; int8 adds the second tuple).
 RUNTIMES = {"onnxruntime": (("onnx", "onnxscript", "onnxruntime"), ()),
@@ -51,6 +52,8 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(".profile", __name__), name)
     if name == "default_cache_folder":
         return getattr(importlib.import_module(".cache", __name__), name)
+    if name in ("RUNTIME_DTYPES", "OUTPUT_SCALE_FLOOR", "judged_difference"):
+        return getattr(importlib.import_module(".runtime_profile", __name__), name)
     if name == "export_key":
         return getattr(importlib.import_module(".cache_key", __name__), name)
     if name == "make_workdir":

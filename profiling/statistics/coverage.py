@@ -23,6 +23,7 @@ import pandas as pd
 
 from .aggregate import stage_time_sums, time_column
 from ..counting.counts import COUNT_FIELDS
+from ..files.reading import ROUND_OFF
 from ..stages.markers import StageCall
 
 __all__ = ["OTHER", "ROUND_OFF", "remainder", "with_other_calls", "stage_coverage",
@@ -32,8 +33,6 @@ __all__ = ["OTHER", "ROUND_OFF", "remainder", "with_other_calls", "stage_coverag
 OTHER = "other"
 #: Below this share of the time or FLOPs inside named stages, the coverage line warns.
 LOW_COVERAGE = 0.90
-#: The share of a sum below which a negative difference of floats is round-off, not measured.
-ROUND_OFF = 1e-9
 #: The metrics that add up over stages (times and counts; memory peaks do not).
 TIMES = ("cpu_time_ms", "cuda_time_ms")
 ADDITIVE = (*TIMES, *COUNT_FIELDS)
