@@ -142,14 +142,15 @@ class Staged(nn.Module):
             return s.output(x.mean(dim=(2, 3)))
 
 
-def _profile(fake: FakeCuda, model: nn.Module, **options):
+def _profile(fake: FakeCuda, model: nn.Module, collectors=("cpu_time", "cuda_time")):
     model.register_forward_pre_hook(fake.forward_hook)
-    options = {"collectors": ["cpu_time", "cuda_time"], "warmup": 1, "repeats": 4, **options}
-    return profile_model(model.eval(), (torch.rand(1, 3, 8, 8),), **options)
+    return profile_model(model.eval(), (torch.rand(1, 3, 8, 8),), collectors=list(collectors),
+                         warmup=1, repeats=4)
 
 
-def test_a_timed_forward_synchronises_once_and_reads_its_events_after(fake_cuda):
-    result = _profile(fake_cuda, Staged())
+@pytest.mark.parametrize("untimed", [(), ("payload", "tensor_memory")])
+def test_a_timed_forward_synchronises_once_and_reads_its_events_after(fake_cuda, untimed):
+    result = _profile(fake_cuda, Staged(), ("cpu_time", "cuda_time", *untimed))
     # 3 stage calls: 6 events recorded, 1 synchronize, 1 query of the last event, 3 read-backs
     # of elapsed time; no generator touched, no value read back from the device
     expected = Counter(forward=1, record=6, synchronize=1, query=1, elapsed_time=3)

@@ -13,6 +13,7 @@ import pytest
 from cli_runner import run_main
 from profiling.files import write_files
 from profiling.files import writing
+from profiling.reports.html import report as report_module
 from report_runs import tiny_run
 from zoo.tools import collect, compare, report
 
@@ -122,3 +123,23 @@ def test_added_files_are_staged_in_their_folder_and_a_failed_move_leaves_no_fold
     assert write_files(run_folder, {name: b"png" for name in names}) == [
         run_folder / name for name in names]
     assert not [p for p in tmp_path.rglob(".*")]  # no temporary, in the run or beside it
+
+
+@pytest.mark.parametrize("tool", ["plot", "report"])
+def test_a_folder_that_cannot_be_written_is_found_before_the_work(tool, run, capsys,
+                                                                  monkeypatch):
+    """The run folder itself (zoo.plot's output, zoo.report's default) is read-only: the
+    plots and the page were rendered before that was found."""
+    from profiling import reports
+    from zoo.tools import plot
+
+    access = os.access  # root writes anywhere: the read-only folder is one to os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: access(path, mode) and Path(
+        path) != run)
+    worked = []
+    monkeypatch.setattr(reports, "render_plots", lambda *a, **k: worked.append("plots"))
+    monkeypatch.setattr(report_module, "report_page", lambda *a, **k: worked.append("page"))
+    main = {"plot": plot.main, "report": report.main}[tool]
+    outcome = run_main(lambda: main([str(run)]), [], capsys, monkeypatch)
+    assert outcome.code == 2 and worked == []
+    assert "cannot be written (read-only?)" in outcome.line

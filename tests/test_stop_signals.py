@@ -105,3 +105,28 @@ def test_a_signal_the_process_ignores_stays_ignored(number, line, code):
         assert signal.getsignal(number) is signal.SIG_IGN
     finally:
         signal.signal(number, previous)
+
+
+@pytest.mark.parametrize("number, line, code", STOPS)
+def test_a_signal_inside_a_callback_that_cannot_raise_still_ends_with_one_line(
+        number, line, code, tmp_path, capsys, monkeypatch):
+    """A signal handled in an import lock's weakref callback printed 'Exception ignored in'
+    and a traceback (seen on a real Ctrl-C during the model's build)."""
+    from zoo.tools.cli import raise_if_interrupted, run_tool
+
+    monkeypatch.setenv("ZOO_LOG_DIR", str(tmp_path / "logs"))
+
+    class SignalledWhenCollected:
+        def __del__(self):
+            signal.raise_signal(number)  # the handler's KeyboardInterrupt cannot leave here
+
+    def job():
+        SignalledWhenCollected()
+        raise_if_interrupted()  # where the tools stop: after the import, after each forward
+        raise AssertionError("the run went on")
+
+    with pytest.raises(SystemExit) as done:
+        run_tool("zoo.test", job)
+    assert done.value.code == code
+    (shown,) = capsys.readouterr().err.strip().splitlines()
+    assert shown.startswith(f"{line} (traceback in {tmp_path / 'logs'}")

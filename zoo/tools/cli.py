@@ -188,9 +188,20 @@ def _stop_signals_end_the_run() -> Iterator[None]:
         number = getattr(signal, name, None)
         if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
             previous[number] = signal.signal(number, _on_interrupt)
+    unraisable_hook = sys.unraisablehook
+
+    def quiet_interrupt(unraisable: Any) -> None:
+        """A signal handled inside a callback that cannot raise (an import lock's weakref
+        callback) printed 'Exception ignored in ...' and a traceback; the run stops at the
+        next :func:`raise_if_interrupted` instead, with its one line."""
+        if not (_interrupted and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+            unraisable_hook(unraisable)
+
+    sys.unraisablehook = quiet_interrupt
     try:
         yield
     finally:
+        sys.unraisablehook = unraisable_hook
         for number, handler in previous.items():
             signal.signal(number, handler)
 

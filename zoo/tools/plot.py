@@ -10,6 +10,7 @@ come with ``plots=true`` in a run.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -34,6 +35,9 @@ def plot_directory(directory: Path, ceilings: Optional[str] = None) -> tuple[lis
                                                                                 list[str]]:
     """Write the plots of a run or split directory into it; return the paths and notes."""
     require_extra("matplotlib", "plots", "zoo.plot")
+    if directory.is_dir() and not os.access(directory, os.W_OK | os.X_OK):  # before the work
+        raise ProfilingError(f"{directory} cannot be written (read-only?); the plots go into "
+                             f"the folder they plot")
     from profiling.reports import plot_split_latency, read_run, render_plots
 
     if (directory / "latency.csv").is_file():
