@@ -73,3 +73,15 @@ def test_absolute_user_folders_are_used_as_given(work, monkeypatch):
     monkeypatch.setenv("ZOO_LOG_DIR", str(work / "logs"))
     assert user_folder("XDG_CACHE_HOME") == work / "c"
     assert log_directory() == work / "logs"
+
+
+@pytest.mark.parametrize("value", ["", "relative/folder", "."])
+def test_the_export_cache_from_python_ignores_a_relative_or_empty_cache_home(value, work,
+                                                                              monkeypatch):
+    """A Python caller (no tool settled the environment) gets the same rule."""
+    from profiling.runtimes import default_cache_folder
+
+    monkeypatch.setenv("XDG_CACHE_HOME", value)
+    assert default_cache_folder() == work / "home" / ".cache" / "stagezoo" / "exports"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(work / "cache"))
+    assert default_cache_folder() == work / "cache" / "stagezoo" / "exports"

@@ -47,9 +47,11 @@ _CHUNK = 1 << 20
 
 
 def default_cache_folder() -> Path:
-    """``$XDG_CACHE_HOME/stagezoo/exports`` (``~/.cache/stagezoo/exports`` by default)."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "stagezoo" / "exports"
+    """``$XDG_CACHE_HOME/stagezoo/exports`` (``~/.cache/stagezoo/exports`` by default; an
+    empty or relative ``$XDG_CACHE_HOME`` is ignored, as the XDG rule says)."""
+    from ..files.places import user_folder
+
+    return user_folder("XDG_CACHE_HOME") / "stagezoo" / "exports"
 
 
 def _weight_bytes(model: torch.nn.Module) -> int:
