@@ -230,6 +230,47 @@ def test_int8_is_quantised_at_every_run_from_the_float32_export_an_entry_holds(t
     assert names == {"model.onnx", "model.stages.json", MANIFEST}
 
 
+class Selecting(nn.Module):
+    """A branch on a value (the whole model does not export) and a head that gets the rows
+    whose first feature is positive: how many depends on the input's values."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.encoder(x)
+        if float(x.detach().mean()) > -1e9:
+            x = x[x[:, 0] > 0]
+        return self.head(x)
+
+
+@needs_onnxruntime
+def test_parts_whose_inputs_follow_the_values_are_exported_again_for_other_values(tmp_path):
+    """Faster R-CNN's box head gets as many proposals as the scores let through: its part
+    was exported for that many, and the same input shape with other values must not reuse
+    it (ONNX Runtime refused the other count)."""
+    from profiling.runtimes import profile_runtime
+
+    torch.manual_seed(0)
+    model, states, notes = Selecting().eval(), [], []
+    for index, seed in enumerate((0, 0, 1, 1)):
+        x = torch.randn(16, 4, generator=torch.Generator().manual_seed(seed))
+        rows = int((model.encoder(x)[:, 0] > 0).sum())
+        profiled = profile_runtime(model, (x,), runtime="onnxruntime", warmup=0, repeats=1,
+                                   workdir=tmp_path / f"w{index}", cache_folder=tmp_path / "c",
+                                   attach={"encoder": "encoder", "head": "head"})
+        assert profiled.outputs[0].shape == (rows, 2)
+        assert _output_matches(profiled, model, x)
+        states.append(profiled.deployment["export_cache"])
+        notes.append(profiled.deployment.get("export_cache_note"))
+    assert states == ["miss", "hit", "miss", "hit"]
+    assert notes[:2] == [None, None] and notes[3] is None
+    assert "part head was exported for inputs tensor(9, 4):torch.float32:cpu and gets " \
+           "tensor(13, 4):torch.float32:cpu in this run" in notes[2]
+
+
 # ---------------------------------------------------------------- entries checked when read
 
 
