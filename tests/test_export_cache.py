@@ -598,7 +598,7 @@ def test_a_full_temporary_disk_exits_1_with_one_line_and_leaves_nothing(tmp_path
     assert "no space left on the disk mounted at /" in outcome.line
     assert "ENOSPC" in outcome.line and "runs no part" not in outcome.line
     assert not (tmp_path / "run").exists()
-    assert list((tmp_path / "tmp").iterdir()) == []
+    assert _leftovers(tmp_path / "tmp") == []  # onnxruntime keeps a .ses file there
     assert list((tmp_path / "xdg" / "stagezoo" / "exports").iterdir()) == []
 
 
@@ -662,3 +662,46 @@ def test_a_killed_run_leaves_folders_that_the_next_run_reclaims(tmp_path):
     made = make_workdir(tmp_path)
     usable_cache(tmp_path / "cache", 0)
     assert _leftovers(tmp_path, tmp_path / "cache") == [made.name]
+
+
+@needs_onnxruntime
+@pytest.mark.slow
+def test_the_command_line_says_what_was_wrong_with_the_cache_in_one_note_and_exits_0(
+        tmp_path, capsys, monkeypatch):
+    import tempfile
+
+    from cli_runner import run_main
+    from zoo.tools.profile import main
+
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    cache = tmp_path / "xdg" / "stagezoo" / "exports"
+    command = ["model=torchvision", "model.arch=resnet18", "input.size=[32,32]",
+               "run.runtime=onnxruntime", "run.repeats=1"]  # the summary prints the notes
+    runs = {}
+    for name in ("first", "truncated", "cache is a file"):
+        if name == "truncated":
+            model = next(cache.iterdir()) / "model.onnx"
+            model.write_bytes(model.read_bytes()[:1000])
+        elif name == "cache is a file":
+            shutil.rmtree(tmp_path / "xdg")
+            (tmp_path / "xdg").write_text("mine")
+        outcome = run_main(main, [*command, f"hydra.run.dir={tmp_path / name}"], capsys,
+                           monkeypatch)
+        assert outcome.code == 0, outcome
+        runs[name] = [line for line in outcome.stdout.splitlines() if "export cache" in line]
+        meta = json.loads((tmp_path / name / "meta.json").read_text())
+        assert (tmp_path / name / "export" / "model.onnx").stat().st_size > 1000
+        runs[name].append(meta["deployment"]["export_cache"])
+        assert _leftovers(tmp_path / "tmp") == []  # onnxruntime keeps a .ses file there
+    entry = next(p for p in (tmp_path / "first" / "export").iterdir())
+    assert runs["first"] == ["miss"]
+    assert runs["truncated"][1:] == ["miss"] and runs["truncated"][0].startswith(
+        f"note: export cache entry {cache}/") and "model.onnx has fewer bytes" in \
+        runs["truncated"][0]
+    assert runs["cache is a file"] == [
+        f"note: export cache {cache} is not usable (Not a directory): exported without it",
+        "off"]
+    assert entry.name == "model.onnx"
