@@ -65,6 +65,14 @@ def _corrupt(how: str, entry: Path, other: Path) -> str:
     if how == "another model's onnx":
         shutil.copyfile(other / "part0.onnx", entry / "model.onnx")
         return "model.onnx"
+    if how == "another model's onnx, manifest forged":
+        shutil.copyfile(other / "part0.onnx", entry / "model.onnx")
+        _forge_manifest(entry)
+        return "model.onnx is not the graph that model.stages.json describes"
+    if how == "not onnx, manifest forged":
+        (entry / "model.onnx").write_bytes(b"\x00garbage" * 100)
+        _forge_manifest(entry)
+        return "model.onnx is not the graph that model.stages.json describes"
     if how == "no manifest (an entry of the old format)":
         (entry / MANIFEST).unlink()
         return "manifest.json: no such file or directory"
@@ -82,7 +90,8 @@ def _corrupt(how: str, entry: Path, other: Path) -> str:
 @needs_onnxruntime
 @pytest.mark.parametrize("how", [
     "truncated model.onnx", "empty stages map", "broken stages map, manifest forged",
-    "another model's onnx", "no manifest (an entry of the old format)",
+    "another model's onnx", "another model's onnx, manifest forged",
+    "not onnx, manifest forged", "no manifest (an entry of the old format)",
     "another entry's manifest", "bit flipped"])
 def test_a_corrupt_entry_is_exported_again_with_a_note_naming_the_cache(how, pristine,
                                                                         tmp_path):

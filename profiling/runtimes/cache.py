@@ -166,7 +166,23 @@ def _load(folder: Path, name: str, files: dict[str, Any]) -> ExportedModel:
         valid = False
     if not valid:
         raise BadEntry(f"{stages} is broken")
+    if not _graph_matches(exported):
+        raise BadEntry(f"{name} is not the graph that {stages} describes")
     return exported
+
+
+def _graph_matches(exported: ExportedModel) -> bool:
+    """Whether the ONNX file has the nodes, inputs and outputs its stage map names (a file of
+    another model, or no ONNX file at all, has not)."""
+    import onnx
+
+    try:
+        graph = onnx.load(str(exported.path), load_external_data=False).graph
+    except Exception:  # noqa: BLE001  (whatever the parser says: not this graph)
+        return False
+    return ({node.name for node in graph.node} == set(exported.node_stages)
+            and [v.name for v in graph.input] == exported.input_names
+            and [v.name for v in graph.output] == exported.output_names)
 
 
 def read_entry(folder: Path, into: Path, limit: int) -> Optional[CachedExport]:
