@@ -199,3 +199,29 @@ def test_parts_whose_inputs_follow_the_values_are_exported_again_for_other_value
     assert notes[:2] == [None, None] and notes[3] is None
     assert "part head was exported for inputs tensor(9, 4):torch.float32:cpu and gets " \
            "tensor(13, 4):torch.float32:cpu in this run" in notes[2]
+
+
+def test_a_zoo_run_keys_its_export_by_its_composed_model_options(monkeypatch):
+    from zoo.deploy import Deployment
+    from zoo.runtime import export_identity, profile_in_runtime
+    from zoo.tools.composition import compose_config
+
+    seen = {}
+
+    class Seen(Exception):
+        pass
+
+    def profile_runtime(model, inputs, **options):
+        seen.update(options)
+        raise Seen
+
+    monkeypatch.setattr("profiling.runtimes.profile_runtime", profile_runtime)
+    cfg = compose_config(["model=torchvision", "model.arch=resnet18",
+                          "+model.arch_options={zero_init_residual:true}"])
+    model, x = tiny_model()
+    with pytest.raises(Seen):
+        profile_in_runtime(cfg, Deployment(runtime="onnxruntime"), model, (x,),
+                           collectors=["payload"], warmup=0, repeats=1, attach={})
+    assert seen["identity"] == export_identity(cfg)
+    assert seen["identity"]["model"]["arch_options"] == {"zero_init_residual": True}
+    assert seen["identity"]["model"]["arch"] == "resnet18"
