@@ -30,6 +30,7 @@ import torch
 from profiling.runtimes import default_cache_folder, profile_runtime
 from profiling.runtimes.backends import make_backend
 from profiling.runtimes.parts import tensor_feeds
+from zoo.runtime import export_identity
 from zoo.tools.composition import compose_config
 from zoo.tools.job import prepare_job
 
@@ -83,7 +84,8 @@ def _model_row(name: str, overrides: list[str], repeats: int, root: Path) -> lis
         workdir = root / f"{name}-{runtime}-{dtype}"
         profiled = profile_runtime(model, inputs, runtime=runtime, dtype=dtype,
                                    repeats=repeats, attach=job.attach, workdir=workdir,
-                                   cache_folder=default_cache_folder())
+                                   cache_folder=default_cache_folder(),
+                                   identity=export_identity(job.cfg))
         feeds = tensor_feeds(inputs)
         alone = make_backend(runtime, profiled.run_file, workdir, "cpu", False,
                              profiled.quantised_model)

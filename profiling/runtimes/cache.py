@@ -35,7 +35,7 @@ from .cache_key import FORMAT, export_key
 from .workdir import STAGING_MAX_AGE_S, STAGING_PREFIX, make_staging, reclaim_leftovers
 
 __all__ = ["export_key", "default_cache_folder", "CachedExport", "BadEntry", "read_entry",
-           "write_entry", "discard_entry", "usable_cache", "entry_limit",
+           "write_entry", "discard_entry", "stale_parts", "usable_cache", "entry_limit",
            "expected_entry_bytes", "MANIFEST"]
 
 MANIFEST = "manifest.json"
@@ -70,17 +70,19 @@ def expected_entry_bytes(model: torch.nn.Module) -> int:
 
 
 class CachedExport:
-    """What an entry holds: the whole model's export, or the parts' (path -> export) and why
-    the other modules stayed in PyTorch."""
+    """What an entry holds: the whole model's export, or the parts' (path -> export), the
+    :func:`~.cache_key.input_signature` each part was exported with, and why the other
+    modules stayed in PyTorch."""
 
     def __init__(self, whole: Optional[ExportedModel] = None,
                  parts: Optional[dict[str, ExportedModel]] = None,
-                 in_torch: Optional[dict[str, str]] = None, folder: Optional[Path] = None
-                 ) -> None:
+                 in_torch: Optional[dict[str, str]] = None, folder: Optional[Path] = None,
+                 part_inputs: Optional[dict[str, list[str]]] = None) -> None:
         self.whole = whole
         self.parts = parts or {}
         self.in_torch = in_torch or {}
         self.folder = folder
+        self.part_inputs = part_inputs or {}
 
 
 class BadEntry(Exception):
@@ -166,7 +168,23 @@ def _load(folder: Path, name: str, files: dict[str, Any]) -> ExportedModel:
         valid = False
     if not valid:
         raise BadEntry(f"{stages} is broken")
+    if not _graph_matches(exported):
+        raise BadEntry(f"{name} is not the graph that {stages} describes")
     return exported
+
+
+def _graph_matches(exported: ExportedModel) -> bool:
+    """Whether the ONNX file has the nodes, inputs and outputs its stage map names (a file of
+    another model, or no ONNX file at all, has not)."""
+    import onnx
+
+    try:
+        graph = onnx.load(str(exported.path), load_external_data=False).graph
+    except Exception:  # noqa: BLE001  (whatever the parser says: not this graph)
+        return False
+    return ({node.name for node in graph.node} == set(exported.node_stages)
+            and [v.name for v in graph.input] == exported.input_names
+            and [v.name for v in graph.output] == exported.output_names)
 
 
 def read_entry(folder: Path, into: Path, limit: int) -> Optional[CachedExport]:
@@ -190,15 +208,28 @@ def read_entry(folder: Path, into: Path, limit: int) -> Optional[CachedExport]:
     try:
         saved = json.loads((into / _PARTS).read_text()) if _PARTS in files else None
         names, in_torch = dict(saved["parts"]), dict(saved["in_torch"])
+        part_inputs = {path: list(saved["inputs"][path]) for path in names}
         valid = all(isinstance(p, str) and isinstance(n, str) and _PART_FILE.match(n)
-                    for p, n in names.items())
+                    for p, n in names.items()) and \
+            all(isinstance(d, str) for signature in part_inputs.values() for d in signature)
     except (ValueError, TypeError, KeyError, AttributeError):
         valid = False
     if not valid:
         raise BadEntry(f"{_PARTS} is missing or broken")
     parts = {path: _load(into, name, files) for path, name in names.items()}
     return CachedExport(parts=parts, in_torch={str(k): str(v) for k, v in in_torch.items()},
-                        folder=folder)
+                        folder=folder, part_inputs=part_inputs)
+
+
+def stale_parts(entry: CachedExport, signatures: dict[str, list[str]]) -> Optional[str]:
+    """Why the parts of ``entry`` do not fit a run whose parts get inputs of ``signatures``
+    (path -> :func:`~.cache_key.input_signature`), or ``None`` when they do."""
+    for path, kept in entry.part_inputs.items():
+        now = signatures.get(path)
+        if now != kept:
+            return (f"part {path} was exported for inputs {', '.join(kept)} and gets "
+                    f"{', '.join(now) if now is not None else 'no call'} in this run")
+    return None
 
 
 def _size_and_digest(path: Path) -> tuple[int, str]:
@@ -227,7 +258,8 @@ def write_entry(folder: Path, entry: CachedExport) -> Optional[str]:
         if entry.whole is None:
             names = {path: exported.path.name for path, exported in entry.parts.items()}
             (staging / _PARTS).write_text(json.dumps(
-                {"parts": names, "in_torch": entry.in_torch}, indent=1))
+                {"parts": names, "in_torch": entry.in_torch, "inputs": entry.part_inputs},
+                indent=1))
             files[_PARTS] = _size_and_digest(staging / _PARTS)
         (staging / MANIFEST).write_text(json.dumps(
             {"format": FORMAT, "key": folder.name, "files": files}, indent=1))

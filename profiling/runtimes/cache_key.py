@@ -8,6 +8,9 @@ onnxscript and onnx-ir versions, the opset, the source of this package's export 
 whatever the caller adds as ``identity`` (the zoo adds the composed model options). An entry
 holds the float32 export only: int8 is quantised from it at every run, so neither the run's
 dtype nor the quantiser's settings change what an entry holds, and neither is in the key.
+The inputs of the parts of a model that exports only in parts can depend on the input's
+values (Faster R-CNN's proposals): an entry keeps each part's :func:`input_signature`, and a
+run whose parts get other inputs exports them again (:func:`~.cache.stale_parts`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any, Mapping, Optional
 import torch
 from torch.utils._pytree import tree_flatten
 
-__all__ = ["export_key", "module_settings", "exporter_versions"]
+__all__ = ["export_key", "module_settings", "exporter_versions", "input_signature"]
 
 #: Bump when an entry's files or their stage tags change meaning.
 FORMAT = 2
@@ -92,6 +95,12 @@ def _describe(leaf: Any) -> str:
     return repr(leaf)
 
 
+def input_signature(inputs: Any) -> list[str]:
+    """Each leaf of ``inputs`` (any nesting) as the export sees it: a tensor's shape, dtype
+    and device, another value's ``repr``."""
+    return [_describe(leaf) for leaf in tree_flatten(inputs)[0]]
+
+
 def export_key(model: torch.nn.Module, inputs: Any, *,
                attach: Optional[Mapping[str, str]] = None, opset: int = 18,
                identity: Optional[Mapping[str, Any]] = None) -> str:
@@ -106,7 +115,7 @@ def export_key(model: torch.nn.Module, inputs: Any, *,
               "class": f"{kind.__module__}.{kind.__qualname__}", "structure": repr(model),
               "settings": module_settings(model), "sources": _source_digests(model),
               "attach": sorted((attach or {}).items()),
-              "inputs": [_describe(leaf) for leaf in tree_flatten(inputs)[0]],
+              "inputs": input_signature(inputs),
               "identity": dict(identity or {})}
     digest.update(json.dumps(header, sort_keys=True, default=repr).encode())
     for name, tensor in model.state_dict().items():

@@ -27,7 +27,8 @@ from ..statistics.coverage import with_other_calls
 from ..statistics.intervals import AutoRepeats
 from .backends import make_backend, plain_forward_ms, quantise, runtime_failure
 from .cache import (BadEntry, CachedExport, discard_entry, entry_limit, expected_entry_bytes,
-                    export_key, read_entry, usable_cache, write_entry)
+                    export_key, read_entry, stale_parts, usable_cache, write_entry)
+from .cache_key import input_signature
 from .export import ExportedModel, export_onnx
 from .graph import load_graph
 from .hybrid import profile_parts
@@ -59,17 +60,10 @@ def exported_entry(model: torch.nn.Module, inputs: tuple, attach: Optional[Mappi
     if cache_folder is not None:
         state, folder = "miss", Path(cache_folder) / export_key(model, inputs, attach=attach,
                                                                 identity=identity)
-        try:
-            entry = read_entry(folder, workdir / "cached", entry_limit(model))
-        except BadEntry as bad:
-            shutil.rmtree(workdir / "cached", ignore_errors=True)
-            notes.append(discard_entry(folder, str(bad)))
-        except OSError as error:  # copying it into the run's folder failed
-            raise_if_disk_full(error)
-            raise
-        else:
-            if entry is not None:
-                return entry, "hit", None
+        entry, note = _from_cache(model, inputs, folder, workdir)
+        if entry is not None:
+            return entry, "hit", None
+        notes.append(note)
     try:
         with quiet():
             whole = export_onnx(model, inputs, workdir / "model.onnx", attach=attach)
@@ -80,6 +74,25 @@ def exported_entry(model: torch.nn.Module, inputs: tuple, attach: Optional[Mappi
     if state == "miss":
         notes.append(write_entry(folder, entry))
     return entry, state, "; ".join(note for note in notes if note) or None
+
+
+def _from_cache(model: torch.nn.Module, inputs: tuple, folder: Path, workdir: Path
+                ) -> tuple[Optional[CachedExport], Optional[str]]:
+    """The sound entry in ``folder`` whose parts (if any) take this run's inputs, copied into
+    ``workdir``; else ``None`` and, where an entry was there, the note on its removal."""
+    try:
+        entry = read_entry(folder, workdir / "cached", entry_limit(model))
+        why = entry is not None and entry.whole is None and stale_parts(
+            entry, _part_inputs(capture_module_calls(model, inputs)))
+    except BadEntry as bad:
+        why = str(bad)
+    except OSError as error:  # copying it into the run's folder failed
+        raise_if_disk_full(error)
+        raise
+    if not why:
+        return entry, None
+    shutil.rmtree(workdir / "cached", ignore_errors=True)
+    return None, discard_entry(folder, why)
 
 
 def _exported_parts(model: torch.nn.Module, inputs: tuple,
@@ -100,7 +113,14 @@ def _exported_parts(model: torch.nn.Module, inputs: tuple,
 
     parts: dict[str, ExportedModel] = {}
     _, in_torch = exportable_parts(model, captured, export)
-    return CachedExport(parts=parts, in_torch={"": reason, **in_torch})
+    signatures = _part_inputs(captured)
+    return CachedExport(parts=parts, in_torch={"": reason, **in_torch},
+                        part_inputs={path: signatures[path] for path in parts})
+
+
+def _part_inputs(captured: Mapping[str, Captured]) -> dict[str, list[str]]:
+    """Each captured module's input signature (the export cache's check of its parts)."""
+    return {path: input_signature((call.args, call.kwargs)) for path, call in captured.items()}
 
 
 def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnxruntime",
