@@ -67,19 +67,16 @@ def _read_verified(path: str, allow_pickle: bool) -> tuple[dict[str, torch.Tenso
         raise ConfigError(f"checkpoint {where}; give the path of a local .pth/.pt/.safetensors "
                           f"file")
     path = os.fspath(path)
-    sha256 = file_sha256(path)
-    check_named_hash(path, sha256)
     try:
+        sha256 = file_sha256(path)
+        check_named_hash(path, sha256)
         with warnings.catch_warnings():  # torch's notes on the pickle protocol: noise here
             warnings.simplefilter("ignore")
             loaded = torch.load(path, map_location="cpu", weights_only=allow_pickle is not True)
-    except pickle.UnpicklingError:
-        raise ConfigError(f"checkpoint {path} holds pickled objects that weights_only loading "
-                          f"refuses; if you trust the file, set "
-                          f"model.checkpoint_allow_pickle=true") from None
+    except ConfigError:
+        raise
     except Exception as error:  # noqa: BLE001  (any unreadable file is a bad input)
-        raise ConfigError(f"checkpoint {path} cannot be read ({type(error).__name__}); "
-                          f"expected a file written by torch.save") from None
+        raise ConfigError(_unreadable(path, error, allow_pickle)) from None
     for key in _WRAPPER_KEYS:
         if isinstance(loaded, dict) and isinstance(loaded.get(key), dict):
             loaded = loaded[key]
@@ -94,6 +91,22 @@ def _read_verified(path: str, allow_pickle: bool) -> tuple[dict[str, torch.Tenso
     for key, tensor in loaded.items():
         _check_tensor(path, key, tensor)
     return loaded, sha256
+
+
+def _unreadable(path: str, error: Exception, allow_pickle: bool) -> str:
+    """Why the checkpoint at ``path`` could not be loaded, in one line: the pickle option is
+    advised only where it would help (weights_only loading refused the pickled objects of a
+    real checkpoint, and the option is not set)."""
+    if isinstance(error, pickle.UnpicklingError) and allow_pickle is not True and \
+            str(error).startswith("Weights only load failed"):
+        return (f"checkpoint {path} holds pickled objects that weights_only loading refuses; "
+                f"if you trust the file, set model.checkpoint_allow_pickle=true")
+    if isinstance(error, OSError):
+        return f"checkpoint {path} cannot be read ({error.strerror or error})"
+    detail = str(error).strip().splitlines()
+    return (f"checkpoint {path} cannot be loaded ({type(error).__name__}"
+            f"{': ' + detail[0][:80] if detail else ''}); expected a .pth, .pt or .safetensors "
+            f"file written by torch.save or safetensors")
 
 
 def _check_tensor(path: str, key: str, tensor: torch.Tensor) -> None:

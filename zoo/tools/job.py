@@ -289,13 +289,36 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     :func:`prepare_job`); the files appear all together at the end (see
     :func:`profiling.files.write_folder`).
     """
-    job = prepare_job(cfg, checked=checked)
-    if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
-        for warning in job.deployment.warnings(job.device):
-            print(f"note: {warning}", flush=True)
-    with ForwardProgress(str(cfg.model.name)) as progress:
-        result = job.profile(progress=progress)
-    return write_job(job, result, run_dir, print_summary=print_summary)
+    try:
+        job = prepare_job(cfg, checked=checked)
+        if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
+            for warning in job.deployment.warnings(job.device):
+                print(f"note: {warning}", flush=True)
+        with ForwardProgress(str(cfg.model.name)) as progress:
+            result = job.profile(progress=progress)
+        return write_job(job, result, run_dir, print_summary=print_summary)
+    except (MemoryError, RuntimeError, OverflowError) as error:
+        if str(cfg.device.get("name")) == "meta":
+            _refuse_beyond_the_machine(error)
+        raise
+
+
+def _refuse_beyond_the_machine(error: BaseException) -> None:
+    """Raise a :class:`ConfigError` for ``error`` on the meta device when it is running out of
+    memory or a count past 2**63 - 1: nothing is computed there, so it is what the options
+    asked for (a builder makes its weights before they move to meta: ``model.num_classes=1e9``
+    asked torch for 8 TB; ``input.batch=3e11`` made counts no 64-bit integer holds)."""
+    from .cli import allocation_tried, is_out_of_memory
+
+    if isinstance(error, OverflowError):
+        what = f"counts pass the largest 64-bit integer, 2**63 - 1 ({error})"
+    elif is_out_of_memory(error):
+        tried = allocation_tried(error)
+        what = f"torch ran out of memory (it tried to allocate {tried or 'more than there is'})"
+    else:
+        return
+    raise ConfigError(f"device=meta: with these options {what}; give a smaller "
+                      f"model.num_classes, input.batch or input.size") from None
 
 
 def job_files(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path]
