@@ -296,29 +296,38 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
                 print(f"note: {warning}", flush=True)
         with ForwardProgress(str(cfg.model.name)) as progress:
             result = job.profile(progress=progress)
+        _check_counts_fit(result)
         return write_job(job, result, run_dir, print_summary=print_summary)
-    except (MemoryError, RuntimeError, OverflowError) as error:
-        if str(cfg.device.get("name")) == "meta":
-            _refuse_beyond_the_machine(error)
+    except (MemoryError, RuntimeError) as error:
+        from .cli import allocation_tried, is_out_of_memory
+
+        if str(cfg.device.get("name")) == "meta" and is_out_of_memory(error):
+            # nothing is computed on meta: the options asked for it (a builder makes its
+            # weights before they move to meta: model.num_classes=1e9 asked torch for 8 TB)
+            tried = allocation_tried(error) or "more than there is"
+            raise ConfigError(f"device=meta: with these options torch ran out of memory (it "
+                              f"tried to allocate {tried}); {_SMALLER}") from None
         raise
 
 
-def _refuse_beyond_the_machine(error: BaseException) -> None:
-    """Raise a :class:`ConfigError` for ``error`` on the meta device when it is running out of
-    memory or a count past 2**63 - 1: nothing is computed there, so it is what the options
-    asked for (a builder makes its weights before they move to meta: ``model.num_classes=1e9``
-    asked torch for 8 TB; ``input.batch=3e11`` made counts no 64-bit integer holds)."""
-    from .cli import allocation_tried, is_out_of_memory
+#: The largest count a table holds (a 64-bit integer).
+LARGEST_COUNT = 2 ** 63 - 1
+_SMALLER = "give a smaller model.num_classes, input.batch or input.size"
 
-    if isinstance(error, OverflowError):
-        what = f"counts pass the largest 64-bit integer, 2**63 - 1 ({error})"
-    elif is_out_of_memory(error):
-        tried = allocation_tried(error)
-        what = f"torch ran out of memory (it tried to allocate {tried or 'more than there is'})"
-    else:
-        return
-    raise ConfigError(f"device=meta: with these options {what}; give a smaller "
-                      f"model.num_classes, input.batch or input.size") from None
+
+def _check_counts_fit(result: ProfileResult) -> None:
+    """Refuse counts past :data:`LARGEST_COUNT` before anything is written: only sizes no
+    machine runs make them (``input.batch=3e11`` on the meta device), and no table holds them
+    (pandas raised ``OverflowError`` or ``TypeError`` deep inside the module table)."""
+    counter = result.collectors.get("op_counts")
+    counts = dict(counter.total.as_dict()) if counter is not None else {}
+    for column in ("in_bytes", "out_bytes"):
+        values = [v for v in result.stages.get(column, ()) if isinstance(v, (int, float))]
+        counts[column] = max(values, default=0)
+    for name, value in counts.items():
+        if value > LARGEST_COUNT:
+            raise ConfigError(f"with these options the {name} reach {float(value):.3g}, past "
+                              f"2**63 - 1, the largest count a table holds; {_SMALLER}")
 
 
 def job_files(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path]
