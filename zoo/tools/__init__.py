@@ -5,6 +5,6 @@ contract and config composition every tool shares), :mod:`.job` (a composed conf
 its inputs, its deployment and a profile, callable from Python and tests), and the helpers of
 one tool each."""
 
-from .cli import check_working_folder
+from .working_folder import check_working_folder
 
 check_working_folder()  # before a tool imports torch, which dies in a deleted folder

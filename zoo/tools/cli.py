@@ -33,8 +33,7 @@ from .installation import installation_problem
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILURE", "EXIT_INTERRUPTED", "ArgumentParser", "run_tool",
            "exit_with", "fail", "describe_failure", "log_directory", "user_log_directory",
-           "raise_if_interrupted", "is_out_of_memory", "allocation_tried",
-           "check_working_folder"]
+           "raise_if_interrupted"]
 
 EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED = 2, 1, 130
 
@@ -157,18 +156,6 @@ def raise_if_interrupted() -> None:
     """
     if _interrupted:
         raise KeyboardInterrupt
-
-
-def check_working_folder() -> None:
-    """End the process with one line (exit 2) when the working folder was deleted (a shell
-    still in it): torch's import would die there with "Intel oneMKL FATAL ERROR: Cannot load
-    libtorch_cpu.so", and no relative path would mean anything. :mod:`zoo.tools` calls it
-    when it is imported, before any tool imports torch."""
-    try:
-        os.getcwd()
-    except OSError as error:
-        fail(f"the working folder cannot be read ({error.strerror}): it was deleted or moved "
-             f"while this shell was in it; cd to a folder that exists and run again")
 
 
 def run_tool(tool: str, job: Callable[[], Any]) -> Any:
