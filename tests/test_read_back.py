@@ -22,9 +22,9 @@ import pytest
 
 from cli_runner import run_main
 from profiling import ProfilingError
-from profiling.files import read_table
+from profiling.files import ROUND_OFF, read_table
 from profiling.runtimes import missing_packages
-from profiling.statistics.coverage import ROUND_OFF, remainder
+from profiling.statistics.coverage import remainder
 from report_runs import tiny_run, tiny_sweep
 from zoo.tools import collect, compare, plot, report
 from zoo.tools.composition import compose_config

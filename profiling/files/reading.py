@@ -26,7 +26,8 @@ from ..errors import ProfilingError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["read_yaml", "read_json", "read_table", "file_problem", "MAX_BYTES", "MAX_DEPTH", "MAX_VALUES"]
+__all__ = ["read_yaml", "read_json", "read_table", "file_problem", "MAX_BYTES", "MAX_DEPTH",
+           "MAX_VALUES", "ROUND_OFF"]
 
 #: The largest file read (configs, ceilings and ``meta.json`` are a few kB).
 MAX_BYTES = 10_000_000
@@ -34,6 +35,10 @@ MAX_BYTES = 10_000_000
 MAX_DEPTH = 50
 #: The most values a YAML file may stand for once its aliases are expanded.
 MAX_VALUES = 100_000
+#: The share of a sum within which a negative difference of floats is round-off, not measured:
+#: the writers write it as 0 (:func:`profiling.statistics.coverage.remainder`), and
+#: :func:`read_table` reads it as 0.
+ROUND_OFF = 1e-9
 
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
 _YAML_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\']|\'\')*\'|#[^\n]*')
@@ -178,7 +183,7 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
     where ``non_negative`` says none can be (times), or two rows with the same ``unique``
     columns (a row pasted twice). Empty cells are read as missing values.
 
-    A negative number within :data:`~profiling.statistics.coverage.ROUND_OFF` of its column's
+    A negative number within :data:`ROUND_OFF` of its column's
     largest magnitude is round-off (a difference of sums) and reads as 0; the rows that
     ``signed_rows(table)`` marks (differences of two measurements) may hold any negative."""
     import numpy as np
@@ -233,8 +238,6 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
 
 def _round_off(values: "pd.Series") -> "pd.Series":
     """Which of ``values`` are negative within round-off of the column's largest magnitude."""
-    from ..statistics.coverage import ROUND_OFF
-
     finite = values[values.abs() < math.inf]
     scale = float(finite.abs().max()) if len(finite) else 0.0
     return (values < 0) & (values >= -ROUND_OFF * scale)

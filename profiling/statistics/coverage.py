@@ -22,17 +22,16 @@ import pandas as pd
 
 from .aggregate import stage_time_sums, time_column
 from ..counting.counts import COUNT_FIELDS
+from ..files.reading import ROUND_OFF
 from ..stages.markers import StageCall
 
-__all__ = ["OTHER", "ROUND_OFF", "remainder", "with_other_calls", "stage_coverage",
+__all__ = ["OTHER", "remainder", "with_other_calls", "stage_coverage",
            "coverage_line", "LOW_COVERAGE"]
 
 #: The name of the top-level ``other`` row; a nested one is ``PARENT/other``.
 OTHER = "other"
 #: Below this share of the time or FLOPs inside named stages, the coverage line warns.
 LOW_COVERAGE = 0.90
-#: The share of a sum below which a negative difference of floats is round-off, not measured.
-ROUND_OFF = 1e-9
 #: The metrics that add up over stages (times and counts; memory peaks do not).
 ADDITIVE = ("cpu_time_ms", "cuda_time_ms", *COUNT_FIELDS)
 
@@ -99,10 +98,11 @@ def _difference(whole: Mapping[str, float], parts: Mapping[str, float]) -> dict[
 
 
 def remainder(whole: float, parts: float) -> float:
-    """``whole - parts``, where a negative result of floats within :data:`ROUND_OFF` of the
-    larger of the two is 0: adding the same times in another order (a parent's node times and
-    its children's) leaves -4.4e-17 ms where nothing is left, and no time or count is below
-    0. A larger negative remainder is kept: it is measured (stages timed to overlap)."""
+    """``whole - parts``, where a negative result of floats within
+    :data:`~profiling.files.reading.ROUND_OFF` of the larger of the two is 0: adding the same
+    times in another order (a parent's node times and its children's) leaves -4.4e-17 ms
+    where nothing is left, and no time or count is below 0. A larger negative remainder is
+    kept: it is measured (stages timed to overlap)."""
     rest = whole - parts
     if isinstance(rest, float) and -ROUND_OFF * max(abs(whole), abs(parts)) <= rest < 0:
         return 0.0
