@@ -109,6 +109,7 @@ def test_the_readers_take_round_off_as_zero_and_an_other_row_may_be_negative(tmp
                    non_negative=lambda c: c == "cpu_time_ms")
 
 
+@pytest.mark.slow
 def test_a_written_run_a_meta_run_and_a_sweep_with_a_failed_job_read_back(tmp_path, capsys,
                                                                           monkeypatch):
     reference = tiny_run(tmp_path / "reference")
@@ -131,6 +132,22 @@ def test_a_written_run_a_meta_run_and_a_sweep_with_a_failed_job_read_back(tmp_pa
         arguments = [str(reference), str(sweep / "2_tiny")][tool is plot.main:]
         outcome = run_main(tool, arguments, capsys, monkeypatch)
         assert outcome.code == 2 and "is a failed run (RuntimeError: input.size" in outcome.line
+
+
+def test_a_call_no_timed_forward_made_reads_back_without_a_time(tmp_path, capsys, monkeypatch):
+    # what the aggregation writes for a call of the first forward that no timed forward made:
+    # every time statistic empty; it reads back as missing (no bar), never as 0 ms
+    from profiling.reports import read_run
+
+    folder = tiny_run(tmp_path / "untimed", width=4)
+    stages = pd.read_csv(folder / "stages.csv")
+    stages.loc[stages["stage"] == "body", [c for c in stages if "_ms_" in c]] = math.nan
+    stages.to_csv(folder / "stages.csv", index=False)
+    times = pd.read_csv(folder / "times.csv")
+    times[times["stage"] != "body"].to_csv(folder / "times.csv", index=False)
+    body = read_run(folder).stages.set_index("stage").loc["body"]
+    assert body[["cpu_time_ms_mean", "cpu_time_ms_median"]].isna().all()
+    _read_back(folder, tiny_run(tmp_path / "reference"), tmp_path, capsys, monkeypatch)
 
 
 @pytest.mark.slow
@@ -225,8 +242,9 @@ HAND_EDITED = {
                            "'metrics' must be a list of mappings, got int 5"),
     "a NaN coefficient of variation": (_meta(lambda m: m["noise"].update(forward_cv=math.nan)),
                                        "'noise.forward_cv' must be a finite number >= 0"),
-    "an empty median among timed stages": (_cell("cpu_time_ms_median", ""),
-                                           "column cpu_time_ms_median, row 2 (stem) is empty"),
+    "an empty median beside its mean": (_cell("cpu_time_ms_median", ""),
+                                        "column cpu_time_ms_median, row 2 (stem) is empty where "
+                                        "the row's other statistics of cpu_time_ms are not"),
     "a time of 1e308": (_cell("cpu_time_ms_mean", "1e308"),
                         "column cpu_time_ms_mean, row 2 holds 1e+308, larger than 1e+12"),
 }
