@@ -183,9 +183,9 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
     where ``non_negative`` says none can be (times), or two rows with the same ``unique``
     columns (a row pasted twice). Empty cells are read as missing values.
 
-    A negative number within :data:`ROUND_OFF` of its column's
-    largest magnitude is round-off (a difference of sums) and reads as 0; the rows that
-    ``signed_rows(table)`` marks (differences of two measurements) may hold any negative."""
+    A negative number within :data:`ROUND_OFF` of its column's largest magnitude is round-off
+    (a difference of sums) and reads as 0; the rows that ``signed_rows(table)`` marks
+    (differences of two measurements) may hold any negative number."""
     import numpy as np
     import pandas as pd
 
@@ -214,8 +214,8 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
         limit = largest(str(column))
         checks.append((values.abs() > limit, f"larger than {limit:g}, more than any run "
                                              f"measures"))
-        round_off = _round_off(values) & ~signed
         if non_negative(str(column)):
+            round_off = _round_off(values) & ~signed
             checks.append(((values < 0) & ~signed & ~round_off,
                            "a negative number where none can be"))
             values = values.mask(round_off, 0.0)
