@@ -22,7 +22,7 @@ import pytest
 
 from cli_runner import run_main
 from profiling import ProfilingError
-from profiling.files import ROUND_OFF, read_table
+from profiling.files.reading import ROUND_OFF, read_table
 from profiling.runtimes import missing_packages
 from profiling.statistics.coverage import remainder
 from report_runs import tiny_run, tiny_sweep

@@ -12,7 +12,6 @@ _EXPORTS = {
     "read_yaml": "reading", "read_json": "reading", "read_table": "reading",
     "file_problem": "reading",
     "MAX_BYTES": "reading", "MAX_DEPTH": "reading", "MAX_VALUES": "reading",
-    "ROUND_OFF": "reading",
     "write_file": "writing", "write_files": "writing", "write_folder": "writing",
     "replace_folder": "writing", "staging_folder": "writing", "mark_folder": "writing",
     "holds_marker": "writing", "holds_files": "writing", "check_replaceable": "writing",

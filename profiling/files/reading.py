@@ -26,8 +26,7 @@ from ..errors import ProfilingError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["read_yaml", "read_json", "read_table", "file_problem", "MAX_BYTES", "MAX_DEPTH",
-           "MAX_VALUES", "ROUND_OFF"]
+__all__ = ["read_yaml", "read_json", "read_table", "file_problem", "MAX_BYTES", "MAX_DEPTH", "MAX_VALUES"]
 
 #: The largest file read (configs, ceilings and ``meta.json`` are a few kB).
 MAX_BYTES = 10_000_000
@@ -35,10 +34,6 @@ MAX_BYTES = 10_000_000
 MAX_DEPTH = 50
 #: The most values a YAML file may stand for once its aliases are expanded.
 MAX_VALUES = 100_000
-#: The share of a sum within which a negative difference of floats is round-off, not measured:
-#: the writers write it as 0 (:func:`profiling.statistics.coverage.remainder`), and
-#: :func:`read_table` reads it as 0.
-ROUND_OFF = 1e-9
 
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
 _YAML_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\']|\'\')*\'|#[^\n]*')
@@ -183,9 +178,9 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
     where ``non_negative`` says none can be (times), or two rows with the same ``unique``
     columns (a row pasted twice). Empty cells are read as missing values.
 
-    A negative number within :data:`ROUND_OFF` of its column's largest magnitude is round-off
-    (a difference of sums) and reads as 0; the rows that ``signed_rows(table)`` marks
-    (differences of two measurements) may hold any negative number."""
+    A negative number within :data:`ROUND_OFF` of its column's
+    largest magnitude is round-off (a difference of sums) and reads as 0; the rows that
+    ``signed_rows(table)`` marks (differences of two measurements) may hold any negative."""
     import numpy as np
     import pandas as pd
 
@@ -234,6 +229,12 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
         raise ProfilingError(f"{path} is broken: row {row + 2} repeats an earlier row's {key} "
                              f"(each may appear once)")
     return table
+
+
+#: The share of a sum below which a negative difference of floats is round-off, not measured
+#: (here, the lowest floor, so that the writers' :mod:`profiling.statistics` and the readers
+#: share it).
+ROUND_OFF = 1e-9
 
 
 def _round_off(values: "pd.Series") -> "pd.Series":

@@ -147,10 +147,10 @@ def plot_stage_times(stages: pd.DataFrame, max_depth: int = 0) -> Optional[bytes
     height = 0.8 / len(kinds)
     positions = np.arange(len(names))
     for i, (kind, column) in enumerate(kinds):
-        mean = grouped[f"{column}_mean"].sum(min_count=1)  # a call never timed: no bar, not 0
+        mean = grouped[f"{column}_mean"].sum()
         single = grouped.size() == 1
-        low = (mean - grouped[f"{column}_p10"].sum()).where(single, 0).clip(lower=0).fillna(0)
-        high = (grouped[f"{column}_p90"].sum() - mean).where(single, 0).clip(lower=0).fillna(0)
+        low = (mean - grouped[f"{column}_p10"].sum()).where(single, 0).clip(lower=0)
+        high = (grouped[f"{column}_p90"].sum() - mean).where(single, 0).clip(lower=0)
         colours = np.where(other, "0.6", f"C{i}")
         bars = axes.barh(positions + i * height, mean.to_numpy(), height=height,
                          xerr=[low.to_numpy(), high.to_numpy()], color=colours,
@@ -160,7 +160,7 @@ def plot_stage_times(stages: pd.DataFrame, max_depth: int = 0) -> Optional[bytes
     axes.set_yticks(positions + height * (len(kinds) - 1) / 2, [plot_label(n) for n in names])
     axes.invert_yaxis()
     axes.set_xlabel("time per forward (ms)")
-    _log_if_wide(axes, np.concatenate([grouped[f"{c}_mean"].sum(min_count=1).to_numpy()
+    _log_if_wide(axes, np.concatenate([grouped[f"{c}_mean"].sum().to_numpy()
                                        for _, c in kinds]), "x")
     axes.set_title("Time per stage; grey: other, outside every stage\n"
                    "(means: the bars add up to the mean forward; whiskers: p10-p90)")

@@ -25,7 +25,7 @@ from ..counting.counts import COUNT_FIELDS
 from ..files.reading import ROUND_OFF
 from ..stages.markers import StageCall
 
-__all__ = ["OTHER", "remainder", "with_other_calls", "stage_coverage",
+__all__ = ["OTHER", "ROUND_OFF", "remainder", "with_other_calls", "stage_coverage",
            "coverage_line", "LOW_COVERAGE"]
 
 #: The name of the top-level ``other`` row; a nested one is ``PARENT/other``.
@@ -98,11 +98,10 @@ def _difference(whole: Mapping[str, float], parts: Mapping[str, float]) -> dict[
 
 
 def remainder(whole: float, parts: float) -> float:
-    """``whole - parts``, where a negative result of floats within
-    :data:`~profiling.files.reading.ROUND_OFF` of the larger of the two is 0: adding the same
-    times in another order (a parent's node times and its children's) leaves -4.4e-17 ms
-    where nothing is left, and no time or count is below 0. A larger negative remainder is
-    kept: it is measured (stages timed to overlap)."""
+    """``whole - parts``, where a negative result of floats within :data:`ROUND_OFF` of the
+    larger of the two is 0: adding the same times in another order (a parent's node times and
+    its children's) leaves -4.4e-17 ms where nothing is left, and no time or count is below
+    0. A larger negative remainder is kept: it is measured (stages timed to overlap)."""
     rest = whole - parts
     if isinstance(rest, float) and -ROUND_OFF * max(abs(whole), abs(parts)) <= rest < 0:
         return 0.0
