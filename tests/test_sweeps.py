@@ -69,8 +69,8 @@ def _fake_run(directory: Path, batch: int) -> None:
                    "input": {"batch": batch, "size": [8, 8]}},
         "overrides": [f"input.batch={batch}"], "parameters": 7, "forward_ms": [1.0, 3.0, 2.0]}))
     pd.DataFrame({"stage": ["a", "b"], "kind": "stage", "depth": [0, 0], "call_index": [0, 0],
-                  "order": [0, 1], "in_bytes": 0, "out_bytes": [10 * batch, 20 * batch]}).to_csv(directory / "stages.csv",
-                                                                 index=False)
+                  "order": [0, 1], "in_bytes": 0, "out_bytes": [10 * batch, 20 * batch]}
+                 ).to_csv(directory / "stages.csv", index=False)
 
 
 def test_collect_runs_puts_options_first_and_failures_as_rows(tmp_path):

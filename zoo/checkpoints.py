@@ -7,6 +7,7 @@ import os
 import pickle
 import re
 import warnings
+import zipfile
 from typing import Callable, Optional
 
 import torch
@@ -67,19 +68,16 @@ def _read_verified(path: str, allow_pickle: bool) -> tuple[dict[str, torch.Tenso
         raise ConfigError(f"checkpoint {where}; give the path of a local .pth/.pt/.safetensors "
                           f"file")
     path = os.fspath(path)
-    sha256 = file_sha256(path)
-    check_named_hash(path, sha256)
     try:
+        sha256 = file_sha256(path)
+        check_named_hash(path, sha256)
         with warnings.catch_warnings():  # torch's notes on the pickle protocol: noise here
             warnings.simplefilter("ignore")
             loaded = torch.load(path, map_location="cpu", weights_only=allow_pickle is not True)
-    except pickle.UnpicklingError:
-        raise ConfigError(f"checkpoint {path} holds pickled objects that weights_only loading "
-                          f"refuses; if you trust the file, set "
-                          f"model.checkpoint_allow_pickle=true") from None
+    except ConfigError:
+        raise
     except Exception as error:  # noqa: BLE001  (any unreadable file is a bad input)
-        raise ConfigError(f"checkpoint {path} cannot be read ({type(error).__name__}); "
-                          f"expected a file written by torch.save") from None
+        raise ConfigError(_unreadable(path, error, allow_pickle)) from None
     for key in _WRAPPER_KEYS:
         if isinstance(loaded, dict) and isinstance(loaded.get(key), dict):
             loaded = loaded[key]
@@ -94,6 +92,43 @@ def _read_verified(path: str, allow_pickle: bool) -> tuple[dict[str, torch.Tenso
     for key, tensor in loaded.items():
         _check_tensor(path, key, tensor)
     return loaded, sha256
+
+
+def _unreadable(path: str, error: Exception, allow_pickle: bool) -> str:
+    """Why the checkpoint at ``path`` could not be loaded, in one line: the pickle option is
+    advised only where it would help (weights_only loading refused a file that torch.save
+    wrote, and the option is not set; it refuses a text file just the same)."""
+    if isinstance(error, OSError):
+        return f"checkpoint {path} cannot be read ({error.strerror or error})"
+    expected = "expected a .pth, .pt or .safetensors file written by torch.save or safetensors"
+    kind = _file_format(path)
+    if not kind:
+        return (f"checkpoint {path} is not a checkpoint: neither a zip archive nor a pickle "
+                f"(torch.save's formats) nor a safetensors file; {expected}")
+    if isinstance(error, pickle.UnpicklingError) and allow_pickle is not True and \
+            kind != "safetensors" and str(error).startswith("Weights only load failed"):
+        return (f"checkpoint {path} holds pickled objects that weights_only loading refuses; "
+                f"if you trust the file, set model.checkpoint_allow_pickle=true")
+    detail = str(error).strip().splitlines()
+    return (f"checkpoint {path} cannot be loaded ({type(error).__name__}"
+            f"{': ' + detail[0][:80] if detail else ''}); {expected}")
+
+
+def _file_format(path: str) -> str:
+    """``"zip"`` (torch.save's format), ``"pickle"`` (its legacy one, which begins with the
+    PROTO opcode), ``"safetensors"`` (an 8-byte header length, then its JSON header) or
+    ``""`` for none of them."""
+    try:
+        with open(path, "rb") as handle:
+            if zipfile.is_zipfile(handle):
+                return "zip"
+            handle.seek(0)
+            start = handle.read(9)
+    except OSError:
+        return ""
+    if start[:1] == b"\x80":
+        return "pickle"
+    return "safetensors" if len(start) == 9 and start[8:9] == b"{" else ""
 
 
 def _check_tensor(path: str, key: str, tensor: torch.Tensor) -> None:

@@ -209,8 +209,8 @@ def read_table(path: Union[str, Path], *, required: Sequence[str] = (),
         limit = largest(str(column))
         checks.append((values.abs() > limit, f"larger than {limit:g}, more than any run "
                                              f"measures"))
-        round_off = _round_off(values) & ~signed
         if non_negative(str(column)):
+            round_off = _round_off(values) & ~signed
             checks.append(((values < 0) & ~signed & ~round_off,
                            "a negative number where none can be"))
             values = values.mask(round_off, 0.0)

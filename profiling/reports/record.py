@@ -255,6 +255,8 @@ _TIMES = re.compile(r"_ms(_|$)")
 #: The largest time (ms) or memory (MB) a run folder may hold: 31 years, an exabyte. Beyond,
 #: sums and squares overflow (1e308 ms made numpy print 62 warnings).
 MAX_MEASURED = 1e12
+#: The statistics of a time that every timed call has (the interval may be empty: one repeat).
+_ALWAYS_WITH_TIMES = ("mean", "median", "p10", "p90", "std")
 #: The columns every run's ``stages.csv`` holds (:func:`profiling.statistics.aggregate_stages`)
 #: and the tools read: a file without one of them is partial or hand-edited.
 STAGE_COLUMNS = ("stage", "kind", "depth", "call_index", "order", "in_bytes", "out_bytes")
@@ -311,16 +313,20 @@ def _read_stages(path: Path) -> pd.DataFrame:
 
 
 def _check_times_complete(path: Path, stages: pd.DataFrame) -> None:
-    """Refuse an empty time cell in a stage or ``other`` row of a column that holds times
-    elsewhere: a run times every stage or none (a plot would draw the gap as 0 ms)."""
-    rows = stages["kind"].isin(["stage", "other"])
-    for column in filter(_times, stages.columns):
-        empty = stages[column].isna() & rows
-        if empty.any() and not empty[rows].all():
-            row = int(empty.to_numpy().argmax())
+    """Refuse a row that holds some statistics of a time but not the others (an emptied
+    median beside its mean): a writer writes all of them for a timed call or none (a call
+    that no timed forward made), and a plot drew the gap as 0 ms."""
+    for metric in sorted({column.split("_ms_")[0] for column in stages if "_ms_" in column}):
+        columns = [f"{metric}_ms_{statistic}" for statistic in _ALWAYS_WITH_TIMES
+                   if f"{metric}_ms_{statistic}" in stages]
+        empty = stages[columns].isna()
+        partial = empty.any(axis=1) & ~empty.all(axis=1)
+        if partial.any():
+            row = int(partial.to_numpy().argmax())
+            column = columns[int(empty.iloc[row].to_numpy().argmax())]
             raise ProfilingError(f"{path} is broken: column {column}, row {row + 2} "
-                                 f"({stages['stage'].iloc[row]}) is empty where the other "
-                                 f"stages have times")
+                                 f"({stages['stage'].iloc[row]}) is empty where the row's other "
+                                 f"statistics of {metric}_ms are not")
 
 
 def read_times(directory: PathLike) -> Optional[pd.DataFrame]:

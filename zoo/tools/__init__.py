@@ -4,3 +4,7 @@
 error contract and config composition every tool shares), :mod:`.job` (a composed config to a
 model, its inputs, its deployment and a profile, callable from Python and tests), and the
 helpers of one tool each."""
+
+from .working_folder import check_working_folder
+
+check_working_folder()  # before a tool imports torch, which dies in a deleted folder

@@ -46,13 +46,31 @@ def default_compare_folder() -> Path:
 
 def _job(overrides: str, side: str) -> ProfileJob:
     try:
-        cfg = checked_config(shlex.split(overrides))  # composed and checked once
+        arguments = shlex.split(overrides)
+        _refuse_run_settings(arguments)
+        cfg = checked_config(arguments)  # composed and checked once
     except ConfigError as error:
         raise ConfigError(f"--run {side}: {error}") from None
     except ValueError as error:  # shlex: an unbalanced quote
         raise ConfigError(f"--run {side}: cannot split {overrides!r} into overrides ({error}); "
                           f"quote each value whole, as a shell would") from None
     return prepare_job(cfg, checked=True)
+
+
+def _refuse_run_settings(arguments: Sequence[str]) -> None:
+    """Refuse what would set how or where a run is written rather than what it profiles:
+    flags (``-m``, ``--multirun``, ``--config-name``) and Hydra's settings (``hydra.run.dir``,
+    ``hydra.sweep.dir``, ``hydra/launcher=...``). Both sides run once, in this process, into
+    ``--out``; Hydra never sees them, so they were dropped without a word."""
+    for argument in arguments:
+        key = argument.split("=", 1)[0].lstrip("+~")
+        if argument.startswith("-"):
+            raise ConfigError(f"{argument} is not accepted: each --run is one configuration, "
+                              f"profiled once in this process (no sweep, no Hydra flags); "
+                              f"accepted: overrides such as model.arch=resnet50")
+        if key == "hydra" or key.startswith(("hydra.", "hydra/")):
+            raise ConfigError(f"{argument} is not accepted: both runs are written into --out "
+                              f"(a/ and b/), not where Hydra would put them; give --out DIR")
 
 
 def run_ab(overrides: Sequence[str], out: Optional[Path] = None, *, rounds: int = AB_ROUNDS,

@@ -31,6 +31,7 @@ from profiling.reports import printable
 
 from ..errors import ConfigError
 from .broken_pipe import output_outlives_its_reader
+from .installation import installation_problem
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILURE", "EXIT_INTERRUPTED", "ArgumentParser", "run_tool",
            "exit_with", "fail", "describe_failure", "log_directory", "user_log_directory",
@@ -113,12 +114,20 @@ def _write_log(tool: str, error: BaseException) -> Optional[Path]:
         return None
 
 
-def _is_out_of_memory(error: BaseException) -> bool:
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` says that memory ran out (Python's, torch's CPU or CUDA allocator)."""
     if isinstance(error, MemoryError):
         return True
     oom_type = getattr(sys.modules.get("torch"), "OutOfMemoryError", None)
     return (oom_type is not None and isinstance(error, oom_type)) or (
         isinstance(error, RuntimeError) and bool(_OOM.search(str(error))))
+
+
+def allocation_tried(error: BaseException) -> str:
+    """What an out-of-memory ``error`` tried to allocate (``"8192000000000 bytes"``), or
+    ``""`` when it does not say."""
+    tried = _TRIED.search(str(error))
+    return tried.group(1) if tried else ""
 
 
 def describe_failure(error: BaseException) -> tuple[str, int]:
@@ -127,11 +136,13 @@ def describe_failure(error: BaseException) -> tuple[str, int]:
         return _stopped_line(_interrupted)
     if isinstance(error, ProfilingError):
         return str(error), EXIT_BAD_INPUT
+    broken = installation_problem(error)
+    if broken:
+        return broken, EXIT_BAD_INPUT
     where = failure_place(error)
     context = f" at {failure_context(error)}" if failure_context(error) else ""
-    if _is_out_of_memory(error):
-        tried = _TRIED.search(str(error))
-        size = f" (tried to allocate {tried.group(1)})" if tried else ""
+    if is_out_of_memory(error):
+        size = f" (tried to allocate {allocation_tried(error)})" if allocation_tried(error) else ""
         return (f"out of memory{where}{context}{size}; try a smaller input.size or "
                 f"input.batch, or device=meta for shapes and counts"), EXIT_FAILURE
     if isinstance(error, OSError) and error.filename is not None:

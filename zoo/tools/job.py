@@ -307,13 +307,45 @@ def run_profile(cfg: DictConfig, run_dir: Union[str, Path], *,
     :func:`prepare_job`); the files appear all together at the end (see
     :func:`profiling.files.write_folder`).
     """
-    job = prepare_job(cfg, checked=checked)
-    if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
-        for warning in job.deployment.warnings(job.device):
-            print(f"note: {warning}", flush=True)
-    with ForwardProgress(str(cfg.model.name)) as progress:
-        result = job.profile(progress=progress)
-    return write_job(job, result, run_dir, print_summary=print_summary)
+    try:
+        job = prepare_job(cfg, checked=checked)
+        if print_summary if print_summary is not None else bool(cfg.get("summary", True)):
+            for warning in job.deployment.warnings(job.device):
+                print(f"note: {warning}", flush=True)
+        with ForwardProgress(str(cfg.model.name)) as progress:
+            result = job.profile(progress=progress)
+        _check_counts_fit(result)
+        return write_job(job, result, run_dir, print_summary=print_summary)
+    except (MemoryError, RuntimeError) as error:
+        from .cli import allocation_tried, is_out_of_memory
+
+        if str(cfg.device.get("name")) == "meta" and is_out_of_memory(error):
+            # nothing is computed on meta: the options asked for it (a builder makes its
+            # weights before they move to meta: model.num_classes=1e9 asked torch for 8 TB)
+            tried = allocation_tried(error) or "more than there is"
+            raise ConfigError(f"device=meta: with these options torch ran out of memory (it "
+                              f"tried to allocate {tried}); {_SMALLER}") from None
+        raise
+
+
+#: The largest count a table holds (a 64-bit integer).
+LARGEST_COUNT = 2 ** 63 - 1
+_SMALLER = "give a smaller model.num_classes, input.batch or input.size"
+
+
+def _check_counts_fit(result: ProfileResult) -> None:
+    """Refuse counts past :data:`LARGEST_COUNT` before anything is written: only sizes no
+    machine runs make them (``input.batch=3e11`` on the meta device), and no table holds them
+    (pandas raised ``OverflowError`` or ``TypeError`` deep inside the module table)."""
+    counter = result.collectors.get("op_counts")
+    counts = dict(counter.total.as_dict()) if counter is not None else {}
+    for column in ("in_bytes", "out_bytes"):
+        values = [v for v in result.stages.get(column, ()) if isinstance(v, (int, float))]
+        counts[column] = max(values, default=0)
+    for name, value in counts.items():
+        if value > LARGEST_COUNT:
+            raise ConfigError(f"with these options the {name} reach {float(value):.3g}, past "
+                              f"2**63 - 1, the largest count a table holds; {_SMALLER}")
 
 
 def job_files(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path]
