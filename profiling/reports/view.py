@@ -128,15 +128,24 @@ def noise_verdict(meta: Mapping[str, Any]) -> str:
 
 
 def executed_precision(meta: Mapping[str, Any]) -> str:
-    """The precision the run executed: what the runtime reported (``meta.json``'s
-    ``precision``, a text or ``{"executed": ...}``), else the deployment's or the config's
-    ``run.dtype``, else ``float32``."""
+    """The precision the run executed: ``meta.json``'s ``precision`` (a text, or
+    ``{"executed": ...}``); else the share of a runtime's node time in each precision as it
+    reports them (``deployment.executed_precision``: ``int8 70% + float32 30% of node time``,
+    one precision alone by its name); else the deployment's or the config's ``run.dtype``,
+    else ``float32``."""
     recorded = meta.get("precision")
     if isinstance(recorded, Mapping):
         recorded = recorded.get("executed") or recorded.get("dtype")
     if recorded:
         return str(recorded)
     deployment = meta.get("deployment") if isinstance(meta.get("deployment"), Mapping) else {}
+    shares = deployment.get("executed_precision")
+    if isinstance(shares, Mapping) and shares:
+        ordered = sorted(shares.items(), key=lambda item: -float(item[1]))
+        if len(ordered) == 1 or float(ordered[0][1]) >= 0.9995:
+            return str(ordered[0][0])
+        return " + ".join(f"{kind} {float(share):.0%}" for kind, share in ordered) \
+            + " of node time"
     run = (meta.get("config") or {}).get("run") or {}
     return str(deployment.get("dtype") or run.get("dtype") or "float32")
 
