@@ -244,3 +244,15 @@ def test_the_precision_shown_is_what_ran(meta, shown):
     from profiling.reports.view import executed_precision
 
     assert executed_precision(meta) == shown
+
+
+def test_an_other_row_s_flops_never_read_below_zero_from_round_off():
+    # 0.3 - (0.1 + 0.2) GFLOPs is -5.6e-17 in floating point: the FLOPs are whole numbers
+    from profiling.reports.record import RunRecord
+
+    stages = pd.DataFrame({"stage": ["a", "b", "other"], "kind": ["stage", "stage", "other"],
+                           "parent": "", "depth": 0, "call_index": 0, "order": [0, 1, 2],
+                           "out_bytes": 0, "flops": [1e8, 2e8, 0.0]})
+    view = run_view(RunRecord(None, "ok", meta={"totals": {"flops": 3e8}}, stages=stages))
+    assert view.summary.loc["other", "gflops"] == 0.0
+    assert view.summary.loc["other", "share"] == 0.0 and view.share_of == "FLOPs"

@@ -217,8 +217,9 @@ def _count_remainders(table: pd.DataFrame, total_gflops: Optional[float]) -> Non
         siblings = table[(table["depth"] == row["depth"]) & (table["kind"] == "stage")
                          & (table["parent"] == row["parent"])]
         whole = total_gflops if row["depth"] == 0 else table["gflops"].get(row["parent"])
-        if whole is not None and not pd.isna(whole):
-            table.loc[name, "gflops"] = whole - siblings["gflops"].sum()
+        if whole is not None and not pd.isna(whole):  # whole FLOPs: no round-off below 0
+            flops = round((whole - siblings["gflops"].sum()) * 1e9)
+            table.loc[name, "gflops"] = max(flops, 0) / 1e9
 
 
 def _repeats(forward: Sequence[float], times: Optional[pd.DataFrame]) -> int:
