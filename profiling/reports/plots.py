@@ -27,7 +27,7 @@ from .layers_plot import plot_layers
 from .plot_style import log_if_wide as _log_if_wide, plot_label, png as _png
 from .record import Run, as_record
 from .time_plot import plot_stage_times
-from .view import extra_metrics
+from .view import extra_metrics, forward_order
 
 if TYPE_CHECKING:
     from ..counting.roofline import Ceilings
@@ -63,8 +63,10 @@ def _log_axes(axes: Any) -> None:
 
 
 def _stage_rows(stages: pd.DataFrame, max_depth: int, other: bool = False) -> pd.DataFrame:
-    rows = shown_calls(stages, max_depth, ("stage", "other") if other else ("stage",))
-    return rows if other else rows.sort_values("order")
+    """The rows a plot draws, in the view's forward order
+    (:func:`~profiling.reports.view.forward_order`), down to ``max_depth``."""
+    return shown_calls(forward_order(stages), max_depth,
+                       ("stage", "other") if other else ("stage",))
 
 
 def _call_label(stage: Any, call_index: Any, depth: Any = 0) -> str:
