@@ -178,3 +178,16 @@ def test_the_legends_say_the_rule_the_marks_use(time, floor):
     rule = significance_rule(table, time)
     assert rule.startswith("the ") and "excludes 1" in rule and "at least 30%" in rule
     assert ("1 ms of CPU time" in rule) == floor
+
+
+def test_other_rows_stay_under_their_parents():
+    # stages.csv rows as a table of another order could hold them: the other rows' 'order' is
+    # a pseudo index after the last stage
+    stages = pd.DataFrame({
+        "stage": ["encoder", "conv", "encoder/other", "head", "other"],
+        "kind": ["stage", "stage", "other", "stage", "other"],
+        "parent": ["", "encoder", "encoder", "", ""], "depth": [0, 1, 1, 0, 0],
+        "call_index": 0, "order": [0, 1, 3, 2, 4], "out_bytes": [8, 8, 0, 4, 0]})
+    table = compare_stages(stages, stages.sample(frac=1, random_state=0))
+    assert list(table["stage"]) == ["encoder", "conv", "encoder/other", "head", "other"]
+    assert (table["out_bytes_diff"] == 0).all()

@@ -154,9 +154,10 @@ def _check_faces(folder: Path, rows: list[str], calls: list[str], label: str,
     shown = f"{math.floor(percent * 10) / 10:.1f}%" if 99 < percent < 100 else f"{percent:.0f}%"
     assert line.startswith(f"coverage: {shown} of the time")
     assert f"Coverage: {shown} of the time" in page
-    # the precision that ran
-    assert f"precision: {precision}" in lines
-    assert re.search(rf"<dt>dtype</dt><dd>{precision}\b", page)
+    # the precision that ran, the same on the terminal and the page
+    shown = next(line for line in lines if line.startswith("precision: "))[len("precision: "):]
+    assert precision in shown.split()
+    assert f"<dt>dtype</dt><dd>{html.escape(shown)}" in page
 
 
 def test_every_face_of_a_pytorch_run_states_the_same_rows_labels_and_numbers(tmp_path):
@@ -228,3 +229,30 @@ def test_the_interval_label_is_its_true_coverage(repeats, label):
     from profiling.statistics import interval_label
 
     assert interval_label(repeats)[0] == label
+
+
+@pytest.mark.parametrize("meta, shown", [
+    ({}, "float32"),
+    ({"config": {"run": {"dtype": "bfloat16"}}}, "bfloat16"),
+    ({"config": {"run": {"dtype": "int8"}}, "deployment": {"dtype": "int8",
+                                                             "executed_precision": {
+                                                                 "float32": 0.3, "int8": 0.7}}},
+     "int8 70% + float32 30% of node time"),
+    ({"deployment": {"dtype": "float32", "executed_precision": {"f32": 1.0}}}, "f32"),
+    ({"precision": {"executed": "bf16"}, "config": {"run": {"dtype": "float32"}}}, "bf16")])
+def test_the_precision_shown_is_what_ran(meta, shown):
+    from profiling.reports.view import executed_precision
+
+    assert executed_precision(meta) == shown
+
+
+def test_an_other_row_s_flops_never_read_below_zero_from_round_off():
+    # 0.3 - (0.1 + 0.2) GFLOPs is -5.6e-17 in floating point: the FLOPs are whole numbers
+    from profiling.reports.record import RunRecord
+
+    stages = pd.DataFrame({"stage": ["a", "b", "other"], "kind": ["stage", "stage", "other"],
+                           "parent": "", "depth": 0, "call_index": 0, "order": [0, 1, 2],
+                           "out_bytes": 0, "flops": [1e8, 2e8, 0.0]})
+    view = run_view(RunRecord(None, "ok", meta={"totals": {"flops": 3e8}}, stages=stages))
+    assert view.summary.loc["other", "gflops"] == 0.0
+    assert view.summary.loc["other", "share"] == 0.0 and view.share_of == "FLOPs"

@@ -31,6 +31,7 @@ _EXPORTS = {
     "config_differences": "comparison", "format_comparison": "comparison",
     "MIN_CHANGE": "comparison", "MIN_CPU_DIFFERENCE_MS": "comparison", "FORWARD": "comparison",
     "significance_rule": "comparison",
+    "run_view": "view", "RunView": "view", "forward_order": "view",
     "format_summary": "summary", "RunTotals": "summary", "run_totals": "summary",
     "WIDE_INTERVAL": "summary", "OWN_METRICS": "summary",
     "extra_metrics": "summary",

@@ -7,11 +7,16 @@ import functools
 import io
 from typing import Any
 
+import numpy as np
+
 from matplotlib.figure import Figure
 
 from .labels import PLOT_NAME_WIDTH, plot_label as _shown_name
 
-__all__ = ["plot_label", "png"]
+__all__ = ["plot_label", "png", "log_if_wide", "LOG_SPAN"]
+
+#: An axis whose positive values span more than this ratio is drawn logarithmic.
+LOG_SPAN = 100.0
 
 
 def png(figure: Figure) -> bytes:
@@ -41,3 +46,16 @@ def plot_label(name: Any, width: int = PLOT_NAME_WIDTH) -> str:
     return "".join(char if ord(char) in drawable or char == " " else
                    (f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
                    for char in _shown_name(name, width))
+
+
+def log_if_wide(axes, values, axis: str = "y") -> bool:
+    """Make ``axis`` logarithmic when the positive ``values`` span more than two decades, and
+    say so in its label; ``True`` when it did."""
+    positive = np.asarray(values, dtype=float)
+    positive = positive[np.isfinite(positive) & (positive > 0)]
+    if len(positive) < 2 or positive.max() / positive.min() <= LOG_SPAN:
+        return False
+    getattr(axes, f"set_{axis}scale")("log")
+    label = getattr(axes, f"get_{axis}label")()
+    getattr(axes, f"set_{axis}label")(f"{label} (log scale)" if label else "log scale")
+    return True

@@ -14,7 +14,7 @@ is in a legend, and MB is 1e6 bytes on every plot (the torchstat table's MiB are
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -23,10 +23,11 @@ from matplotlib.ticker import LogFormatter
 
 from ..counting.roofline import stage_points
 from ..statistics.aggregate import shown_calls, time_column
-from .plot_style import plot_label, png as _png
+from .layers_plot import plot_layers
+from .plot_style import log_if_wide as _log_if_wide, plot_label, png as _png
 from .record import Run, as_record
 from .time_plot import plot_stage_times
-from .view import extra_metrics
+from .view import extra_metrics, forward_order
 
 if TYPE_CHECKING:
     from ..counting.roofline import Ceilings
@@ -34,38 +35,16 @@ if TYPE_CHECKING:
 __all__ = ["render_plots", "plot_metric", "plot_stage_times", "plot_payload", "plot_memory",
            "plot_roofline", "plot_layers", "plot_split_latency"]
 
-#: the torchstat table's columns ``plot_layers`` draws, their axis labels and scales (its
-#: memory(MB) is MiB: shown in MB, 1e6 bytes, as everywhere else).
-_LAYER_PANELS = (("params", "parameters", 1.0),
-                 ("memory(MB)", "output per sample (MB)", 2 ** 20 / 1e6),
-                 ("duration[%]", "share of the time (%)", 100.0))
-#: the width each leaf layer gets in ``layers.png`` (inches): room for its name at 8 points.
-_LAYER_WIDTH_IN = 0.15
 #: the most stage calls the roofline lists in one column, and a monospace character's width
 #: at 8 points (points).
 _LIST_ROWS = 30
 _MONO_CHAR_PT = 4.9
 #: the height a name slanted at 60 degrees takes under an axis, per character at 8 points.
 _SLANTED_IN_PER_CHAR = 0.05
-#: an axis whose positive values span more than this ratio is drawn logarithmic.
-_LOG_SPAN = 100.0
 
 _TIMES = (("cpu", "cpu_time_ms"), ("cuda", "cuda_time_ms"))
 _MEMORY = (("CPU tensors", "tensor_peak_mb", "tensor_retained_mb"),
            ("CUDA allocator", "cuda_peak_mb", "cuda_retained_mb"))
-
-
-def _log_if_wide(axes, values, axis: str = "y") -> bool:
-    """Make ``axis`` logarithmic when the positive ``values`` span more than two decades, and
-    say so in its label; ``True`` when it did."""
-    positive = np.asarray(values, dtype=float)
-    positive = positive[np.isfinite(positive) & (positive > 0)]
-    if len(positive) < 2 or positive.max() / positive.min() <= _LOG_SPAN:
-        return False
-    getattr(axes, f"set_{axis}scale")("log")
-    label = getattr(axes, f"get_{axis}label")()
-    getattr(axes, f"set_{axis}label")(f"{label} (log scale)" if label else "log scale")
-    return True
 
 
 def _legend_outside(axes: Any) -> None:
@@ -84,8 +63,10 @@ def _log_axes(axes: Any) -> None:
 
 
 def _stage_rows(stages: pd.DataFrame, max_depth: int, other: bool = False) -> pd.DataFrame:
-    rows = shown_calls(stages, max_depth, ("stage", "other") if other else ("stage",))
-    return rows if other else rows.sort_values("order")
+    """The rows a plot draws, in the view's forward order
+    (:func:`~profiling.reports.view.forward_order`), down to ``max_depth``."""
+    return shown_calls(forward_order(stages), max_depth,
+                       ("stage", "other") if other else ("stage",))
 
 
 def _call_label(stage: Any, call_index: Any, depth: Any = 0) -> str:
@@ -132,7 +113,7 @@ def plot_payload(stages: pd.DataFrame, max_depth: int = 1) -> bytes:
     axes.set_ylabel("MB (1e6 bytes)")
     _log_if_wide(axes, values)
     axes.set_title("Payload along the forward (colour: nesting depth)")
-    _legend_outside(axes)
+    axes.legend(fontsize=8, loc="best", framealpha=0.9)  # inside: the plot keeps the width
     axes.grid(axis="y", alpha=0.3)
     return _png(figure)
 
@@ -176,7 +157,7 @@ def plot_memory(stages: pd.DataFrame) -> Optional[bytes]:
     labels = _call_labels(rows)
     # each panel as tall as its bars plus the stage names slanted under them
     tall = 2.6 + _SLANTED_IN_PER_CHAR * max(map(len, labels), default=0)
-    figure = Figure(figsize=(max(6.0, 0.5 * len(rows) + 2), tall * len(kinds)))
+    figure = Figure(figsize=(max(7.0, 0.5 * len(rows) + 1.5), tall * len(kinds)))
     panels = np.atleast_1d(figure.subplots(len(kinds), 1, squeeze=False)[:, 0])
     x = np.arange(len(rows))
     for axes, (label, peak, allocated) in zip(panels, kinds):
@@ -189,7 +170,9 @@ def plot_memory(stages: pd.DataFrame) -> Optional[bytes]:
         _log_if_wide(axes, list(before + rows[peak].astype(float)) + list(level))
         axes.set_title(f"Memory along the forward: {label} (above the forward's start)")
         axes.set_xticks(x, labels, rotation=60, ha="right", fontsize=8)
-        _legend_outside(axes)
+        axes.legend(fontsize=8, loc="upper left", framealpha=0.9)
+        axes.set_xlim(-0.6, len(rows) - 0.4)
+        axes.margins(y=0.25)  # room for the legend above the bars
         axes.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     return _png(figure)
@@ -331,36 +314,6 @@ def plot_split_latency(latency: pd.DataFrame, encodings: Optional[Sequence[str]]
     return _png(figure)
 
 
-def plot_layers(layers: pd.DataFrame) -> Optional[bytes]:
-    """The torchstat table (:func:`~profiling.reports.layers_table`, or its
-    ``layers.csv``) along the forward: each leaf layer's parameters, output memory and share of
-    the time, one panel each (time only when measured), the way its users read the table
-    ("params bulge in the middle, memory at both ends"). ``None`` for an empty table."""
-    rows = layers[layers["module name"] != "total"]
-    panels = [(column, label, scale) for column, label, scale in _LAYER_PANELS
-              if rows[column].astype(float).notna().any()]
-    if rows.empty or not panels:
-        return None
-    figure = Figure(figsize=(max(6.0, _LAYER_WIDTH_IN * len(rows) + 2), 2.4 * len(panels) + 3))
-    axes_list = np.atleast_1d(figure.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0])
-    x = np.arange(len(rows))
-    for index, (axes, (column, label, scale)) in enumerate(zip(axes_list, panels)):
-        values = rows[column].astype(float).fillna(0).to_numpy() * scale
-        axes.bar(x, values, color=f"C{index}")
-        axes.set_ylabel(label, fontsize=8)
-        _log_if_wide(axes, values)
-        axes.grid(axis="y", alpha=0.3)
-    axes_list[-1].set_xticks(x, [f"{i} {plot_label(name)}"
-                                 for i, name in enumerate(rows["module name"])],
-                             rotation=90, fontsize=8)
-    axes_list[-1].set_xlim(-0.7, len(rows) - 0.3)
-    axes_list[-1].set_xlabel("leaf layer in order of first call (layers.csv row and module)")
-    axes_list[0].set_title("Leaf layers along the forward (the torchstat table; memory "
-                           "converted from its MiB to MB)")
-    figure.tight_layout()
-    return _png(figure)
-
-
 def plot_metric(stages: pd.DataFrame, metric: Any, max_depth: int = 1) -> bytes:
     """Bars of a declared metric (:class:`~profiling.collectors.Metric`) for each stage call in
     forward order, coloured by nesting depth, labelled with its label, unit and scale."""
@@ -376,7 +329,8 @@ def plot_metric(stages: pd.DataFrame, metric: Any, max_depth: int = 1) -> bytes:
     return _png(figure)
 
 
-def render_plots(run: Run, ceilings: Optional["Ceilings"] = None
+def render_plots(run: Run, ceilings: Optional["Ceilings"] = None,
+                 module_types: Optional[Mapping[str, str]] = None
                  ) -> tuple[dict[str, bytes], list[str]]:
     """The plots of one run as ``{"plots/NAME.png": bytes}``, and notes on those left out.
 
@@ -386,7 +340,8 @@ def render_plots(run: Run, ceilings: Optional["Ceilings"] = None
     ``ceilings``, by default the run's own (those it was given or recorded), in the run's
     roofline data type; the record's layer table (a run that counted operations) adds
     ``layers.png``. Each declared headline metric that no plot above shows gets
-    ``plots/NAME.png`` of its own (:func:`plot_metric`).
+    ``plots/NAME.png`` of its own (:func:`plot_metric`). ``module_types`` (module path ->
+    type name) labels ``layers.png``'s blocks with the types of their layers.
     """
     record = as_record(run)
     stages, layers = record.stages, record.layers
@@ -395,7 +350,7 @@ def render_plots(run: Run, ceilings: Optional["Ceilings"] = None
     plots, notes = {}, []
     made = {"time": plot_stage_times(record), "payload": plot_payload(stages),
             "memory": plot_memory(stages), "roofline": plot_roofline(stages, ceilings, dtype),
-            "layers": plot_layers(layers) if layers is not None else None}
+            "layers": plot_layers(layers, module_types) if layers is not None else None}
     reasons = {"time": "the run measured no time",
                "memory": "the run measured no memory",
                "roofline": "the roofline needs op counts (collectors=[...,op_counts]) and a "

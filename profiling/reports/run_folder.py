@@ -50,11 +50,14 @@ PLOTS_FOLDER = "plots"
 TRACE_FILE = "trace.json.gz"
 
 
-def _plots(record: RunRecord) -> tuple[dict[str, Content], list[str]]:
+def _plots(record: RunRecord, model: Optional[torch.nn.Module]
+           ) -> tuple[dict[str, Content], list[str]]:
     require_extra("matplotlib", "plots", "plots")
     from .plots import render_plots
 
-    return render_plots(record)
+    types = ({path: type(module).__name__ for path, module in model.named_modules()}
+             if model is not None else None)
+    return render_plots(record, module_types=types)
 
 
 def run_files(result: ProfileResult, model: Optional[torch.nn.Module] = None, *,
@@ -82,7 +85,7 @@ def run_files(result: ProfileResult, model: Optional[torch.nn.Module] = None, *,
         files.update(modules_files(model, result.module_counts,
                                    seconds=result.module_seconds[1]))
     if plots:
-        drawn, plot_notes = _plots(record)
+        drawn, plot_notes = _plots(record, model)
         files.update(drawn)
         record.meta["notes"] = [*record.notes, *plot_notes]
     files.update({

@@ -3,9 +3,11 @@
 Every column's rule is printed under its name: a stage entered several times shows one row,
 its time, FLOPs and payload summed over the calls (time: the median over the repeats of the
 per-repeat sum), its memory peak the largest of the calls'. MB is 1e6 bytes throughout. The
-time's 95% interval is the order-statistics interval of the median
-(:func:`profiling.statistics.median_interval`); a ``!`` marks an interval wider than ±10% of
-the median. A total row ends the table: the whole forward's median time with its interval and
+time's interval is the order-statistics interval of the median
+(:func:`profiling.statistics.median_interval`), labelled with its true coverage for the
+repeats made; a ``!`` marks an interval wider than ±10% of the median. The rows, their order,
+the ``other`` rows under their parents, the label and the coverage line are the run's view
+(:func:`~profiling.reports.view.run_view`), which every other face renders too. A total row ends the table: the whole forward's median time with its interval and
 the model's parameters, MACs, FLOPs and input and output payload.
 """
 

@@ -128,15 +128,24 @@ def noise_verdict(meta: Mapping[str, Any]) -> str:
 
 
 def executed_precision(meta: Mapping[str, Any]) -> str:
-    """The precision the run executed: what the runtime reported (``meta.json``'s
-    ``precision``, a text or ``{"executed": ...}``), else the deployment's or the config's
-    ``run.dtype``, else ``float32``."""
+    """The precision the run executed: ``meta.json``'s ``precision`` (a text, or
+    ``{"executed": ...}``); else the share of a runtime's node time in each precision as it
+    reports them (``deployment.executed_precision``: ``int8 70% + float32 30% of node time``,
+    one precision alone by its name); else the deployment's or the config's ``run.dtype``,
+    else ``float32``."""
     recorded = meta.get("precision")
     if isinstance(recorded, Mapping):
         recorded = recorded.get("executed") or recorded.get("dtype")
     if recorded:
         return str(recorded)
     deployment = meta.get("deployment") if isinstance(meta.get("deployment"), Mapping) else {}
+    shares = deployment.get("executed_precision")
+    if isinstance(shares, Mapping) and shares:
+        ordered = sorted(shares.items(), key=lambda item: -float(item[1]))
+        if len(ordered) == 1 or float(ordered[0][1]) >= 0.9995:
+            return str(ordered[0][0])
+        return " + ".join(f"{kind} {float(share):.0%}" for kind, share in ordered) \
+            + " of node time"
     run = (meta.get("config") or {}).get("run") or {}
     return str(deployment.get("dtype") or run.get("dtype") or "float32")
 
@@ -208,8 +217,9 @@ def _count_remainders(table: pd.DataFrame, total_gflops: Optional[float]) -> Non
         siblings = table[(table["depth"] == row["depth"]) & (table["kind"] == "stage")
                          & (table["parent"] == row["parent"])]
         whole = total_gflops if row["depth"] == 0 else table["gflops"].get(row["parent"])
-        if whole is not None and not pd.isna(whole):
-            table.loc[name, "gflops"] = whole - siblings["gflops"].sum()
+        if whole is not None and not pd.isna(whole):  # whole FLOPs: no round-off below 0
+            flops = round((whole - siblings["gflops"].sum()) * 1e9)
+            table.loc[name, "gflops"] = max(flops, 0) / 1e9
 
 
 def _repeats(forward: Sequence[float], times: Optional[pd.DataFrame]) -> int:

@@ -17,12 +17,13 @@
     script.textContent = code;
     body.appendChild(script);
   }
-  const packed = atob(document.getElementById("plotly-gzip").textContent.trim());
-  const bytes = new Uint8Array(packed.length);
-  for (let i = 0; i < packed.length; i += 1) bytes[i] = packed.charCodeAt(i);
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  new Response(stream).text().then((plotly) => {
+  const packed = document.getElementById("plotly-gzip").textContent.trim();
+  fetch("data:application/octet-stream;base64," + packed).then((response) =>
+    new Response(response.body.pipeThrough(new DecompressionStream("gzip"))).text()
+  ).then((plotly) => {
+    body.dataset.unpackedMs = String(Math.round(performance.now()));
     run(plotly);
+    body.dataset.plotlyMs = String(Math.round(performance.now()));
     run(document.getElementById("report-script").textContent);
   }).catch((error) => {
     body.dataset.errors = "1";
