@@ -7,6 +7,7 @@ from typing import Any, Mapping, Optional
 import pandas as pd
 
 from ...statistics.aggregate import time_column
+from ...statistics.coverage import OTHER
 from ...errors import ProfilingError
 from ..record import Run, as_record
 from ..runs import forward_median
@@ -83,7 +84,8 @@ def stage_table(stages: pd.DataFrame, forward_ms: Optional[float],
         if memory:
             cells.append(number_cell(row.get(memory)))
         cells.append(text_cell(row.get("out_shapes")))
-        key = f"{row['stage']}#{int(row['call_index'])}" if row["kind"] == "stage" else None
+        key = (f"{row['stage']}#{int(row['call_index'])}" if row["kind"] in ("stage", OTHER)
+               else None)  # linked to the charts: the icicle draws the other rows too
         table.add(cells, key=key, name=name, depth=int(row["depth"]))
     return table
 
