@@ -12,7 +12,7 @@ from ...errors import ProfilingError
 from ..record import Run, as_record
 from ..runs import forward_median
 from ..view import OTHER_RULE, forward_order, run_view
-from .formatting import indent, stage_label
+from .formatting import indent, significant, stage_label
 from .header import model_name, run_facts
 from .page import Page, Section, chart_placeholder, escape
 from .run_charts import icicle_figure, memory_column, payload_figure, roofline_figure
@@ -69,7 +69,7 @@ def stage_table(stages: pd.DataFrame, forward_ms: Optional[float],
                  number_cell(row["call_index"], digits=1), number_cell(row["depth"], digits=1),
                  text_cell(row["kind"])]
         if time:
-            interval = (f"{row.get(low):.3g}-{row.get(high):.3g}"
+            interval = (f"{significant(row.get(low))}-{significant(row.get(high))}"
                         if pd.notna(row.get(low, float("nan"))) and pd.notna(
                             row.get(high, float("nan"))) else "-")
             cells += [number_cell(row[time]), text_cell(interval, ""),
