@@ -168,19 +168,20 @@ def forward_order(stages: pd.DataFrame) -> pd.DataFrame:
         open_names.append(str(name))
         for inside in open_names:
             last_inside[inside] = position
+    others = others.reset_index(drop=True)
     after: dict[int, list[tuple[int, int]]] = {}
-    for index, row in others.iterrows():
-        parent = str(row.get("parent") or "")
+    for number, (parent, depth) in enumerate(zip(others.get("parent", [""] * len(others)),
+                                                 others["depth"].astype(int))):
+        parent = str(parent or "")
         anchor = last_inside.get(parent, len(calls) - 1) if parent else len(calls)
-        after.setdefault(anchor, []).append((-int(row["depth"]), index))
-    pieces = []
-    for position in range(-1, len(calls) + 1):
-        if 0 <= position < len(calls):
-            pieces.append(calls.iloc[[position]])
-        placed = [index for _, index in sorted(after.get(position, []))]
-        if placed:
-            pieces.append(others.loc[placed])
-    return pd.concat(pieces, ignore_index=True) if pieces else stages.iloc[:0]
+        after.setdefault(anchor, []).append((-depth, len(calls) + number))
+    positions = list(after.pop(-1, []))  # under a parent of no call, in a table of none
+    for position in range(len(calls) + 1):
+        if position < len(calls):
+            positions.append((0, position))
+        positions += sorted(after.get(position, []))
+    both = pd.concat([calls, others], ignore_index=True)
+    return both.iloc[[position for _, position in positions]].reset_index(drop=True)
 
 
 def _summary(stages: pd.DataFrame, max_depth: int, time: Optional[str],

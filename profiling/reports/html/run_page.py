@@ -7,11 +7,12 @@ from typing import Any, Mapping, Optional
 import pandas as pd
 
 from ...statistics.aggregate import time_column
+from ...statistics.coverage import OTHER
 from ...errors import ProfilingError
 from ..record import Run, as_record
 from ..runs import forward_median
 from ..view import OTHER_RULE, forward_order, run_view
-from .formatting import indent, stage_label
+from .formatting import indent, significant, stage_label
 from .header import model_name, run_facts
 from .page import Page, Section, chart_placeholder, escape
 from .run_charts import icicle_figure, memory_column, payload_figure, roofline_figure
@@ -68,7 +69,7 @@ def stage_table(stages: pd.DataFrame, forward_ms: Optional[float],
                  number_cell(row["call_index"], digits=1), number_cell(row["depth"], digits=1),
                  text_cell(row["kind"])]
         if time:
-            interval = (f"{row.get(low):.3g}-{row.get(high):.3g}"
+            interval = (f"{significant(row.get(low))}-{significant(row.get(high))}"
                         if pd.notna(row.get(low, float("nan"))) and pd.notna(
                             row.get(high, float("nan"))) else "-")
             cells += [number_cell(row[time]), text_cell(interval, ""),
@@ -83,7 +84,8 @@ def stage_table(stages: pd.DataFrame, forward_ms: Optional[float],
         if memory:
             cells.append(number_cell(row.get(memory)))
         cells.append(text_cell(row.get("out_shapes")))
-        key = f"{row['stage']}#{int(row['call_index'])}" if row["kind"] == "stage" else None
+        key = (f"{row['stage']}#{int(row['call_index'])}" if row["kind"] in ("stage", OTHER)
+               else None)  # linked to the charts: the icicle draws the other rows too
         table.add(cells, key=key, name=name, depth=int(row["depth"]))
     return table
 
