@@ -184,3 +184,15 @@ def test_a_runtime_run_gets_the_noise_verdict_of_a_pytorch_run(tmp_path):
     assert "forward_cv" in noise and isinstance(noise["unreliable"], list)
     assert profiled.deployment["node_precisions"]
     assert set(profiled.deployment["executed_precision"]) <= {"float32", "int64", "unknown"}
+
+
+def test_the_page_header_says_the_precision_the_runtime_executed():
+    from types import SimpleNamespace
+
+    from profiling.reports.html.header import run_facts
+
+    meta = {"deployment": {"runtime": "openvino", "inference_precision": "bfloat16"}}
+    record = SimpleNamespace(meta=meta, config={"run": {"dtype": "bfloat16"}}, overrides=[])
+    assert dict(run_facts(record))["dtype"] == "bfloat16, executed in bfloat16 by openvino"
+    record = SimpleNamespace(meta={}, config={"run": {"dtype": "float32"}}, overrides=[])
+    assert dict(run_facts(record))["dtype"] == "float32"  # a PyTorch run
