@@ -114,6 +114,8 @@ def test_openvino_stage_times_add_up_to_its_own_counters(tmp_path):
         assert ours > 0
     for forward, total in zip(profiled.result.timed, profiled.result.forward_ms):
         assert all(c.metrics["cpu_time_ms"] <= total for c in forward)
+    assert profiled.deployment["node_time_rounding_ms"] == pytest.approx(
+        len(means) * count / 2 / 1e3, abs=1e-4)
 
 
 @needs_onnxruntime
