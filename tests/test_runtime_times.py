@@ -118,6 +118,8 @@ def test_openvino_stage_times_add_up_to_its_own_counters(tmp_path):
         assert ours > 0
     for forward, total in zip(profiled.result.timed, profiled.result.forward_ms):
         assert all(c.metrics["cpu_time_ms"] <= total for c in forward)
+    assert profiled.deployment["node_time_rounding_ms"] == pytest.approx(
+        len(means) * count / 2 / 1e3, abs=1e-4)
 
 
 @needs_onnxruntime
@@ -188,3 +190,15 @@ def test_a_runtime_run_gets_the_noise_verdict_of_a_pytorch_run(tmp_path):
     assert "forward_cv" in noise and isinstance(noise["unreliable"], list)
     assert profiled.deployment["node_precisions"]
     assert set(profiled.deployment["executed_precision"]) <= {"float32", "int64", "unknown"}
+
+
+def test_the_page_header_says_the_precision_the_runtime_executed():
+    from types import SimpleNamespace
+
+    from profiling.reports.html.header import run_facts
+
+    meta = {"deployment": {"runtime": "openvino", "inference_precision": "bfloat16"}}
+    record = SimpleNamespace(meta=meta, config={"run": {"dtype": "bfloat16"}}, overrides=[])
+    assert dict(run_facts(record))["dtype"] == "bfloat16, executed in bfloat16 by openvino"
+    record = SimpleNamespace(meta={}, config={"run": {"dtype": "float32"}}, overrides=[])
+    assert dict(run_facts(record))["dtype"] == "float32"  # a PyTorch run

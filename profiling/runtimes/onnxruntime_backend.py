@@ -89,6 +89,11 @@ class OnnxRuntimeBackend:
                 self._precisions[node] = _input_precision(event.get("args", {}))
         return per_run[skip_runs:]
 
+    def rounding_bound_ms(self) -> float:
+        """How far the node times of one run, added up, can be from the profiler's at most:
+        its events are whole microseconds, half of one per node."""
+        return len(self._precisions) * 0.5 / 1e3
+
     def node_precisions(self) -> dict[str, str]:
         """Each profiled node's name -> the element type of its first input (``float32``,
         ``int8`` for a quantised operator's ``uint8``/``int8``), read from the profile by

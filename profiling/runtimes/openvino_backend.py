@@ -112,6 +112,13 @@ class OpenVinoBackend:
         """Per-node times (ms) of each recorded inference after the first ``skip_runs``."""
         return per_inference_times(self._readings)[skip_runs:]
 
+    def rounding_bound_ms(self) -> float:
+        """How far the node times of one inference, added up, can be from the truth at
+        most: each node's is within ``k`` microseconds of it (``k``: the inferences read so
+        far), taken from the middle of that range, so half of it per node."""
+        count, means = self.raw_means()
+        return len(means) * count / 2 / 1e3
+
     def raw_means(self) -> tuple[int, dict[str, float]]:
         """The last reading as OpenVINO gives it: the inferences since compiling and each
         node's mean time in microseconds over them (what a test re-sums independently)."""

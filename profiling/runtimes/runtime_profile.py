@@ -103,7 +103,8 @@ def record_nodes(deployment: dict[str, Any],
     """Put in ``deployment`` the precision each runtime node executed in
     (``node_precisions``), the share of node time in each (``executed_precision``) and the
     runtime nodes that span a stage boundary (``nodes_across_stages``: each counts to its
-    main operator's stage), from each session: a backend, its stage map and its node times
+    main operator's stage) and how far one forward's node times, added up, can be off by the
+    runtime's rounding (``node_time_rounding_ms``), from each session: a backend, its stage map and its node times
     per forward."""
     precisions: dict[str, str] = {}
     node_runs: list[Mapping[str, float]] = []
@@ -115,6 +116,8 @@ def record_nodes(deployment: dict[str, Any],
     deployment["node_precisions"] = precisions
     deployment["executed_precision"] = precision_shares(node_runs, precisions)
     deployment["nodes_across_stages"] = len(across)
+    deployment["node_time_rounding_ms"] = round(sum(backend.rounding_bound_ms()
+                                                    for backend, _, _ in sessions), 4)
 
 
 def call_paths(calls: Sequence[StageCall]) -> dict[int, str]:

@@ -51,6 +51,14 @@ def _forward(meta: Mapping[str, Any]) -> str:
     return text
 
 
+def _executed(meta: Mapping[str, Any]) -> str:
+    """``, executed in bfloat16 by openvino`` for a runtime run: the precision the runtime
+    says its floating operators ran in (``""`` for a PyTorch run)."""
+    deployed = meta.get("deployment") or {}
+    precision = deployed.get("inference_precision")
+    return f", executed in {precision} by {deployed.get('runtime')}" if precision else ""
+
+
 def run_facts(record: RunRecord, defaults: Optional[Mapping[str, Any]] = None
               ) -> list[tuple[str, str]]:
     """The header of a run: model, options, device, dtype, torch, noise, forward, ..."""
@@ -65,7 +73,7 @@ def run_facts(record: RunRecord, defaults: Optional[Mapping[str, Any]] = None
              ("options (not default)", ", ".join(changes) if changes else "none"),
              ("device", " / ".join(str(v) for v in (meta.get("device"), meta.get("device_name"))
                                    if v)),
-             ("dtype", " + ".join(deployment)),
+             ("dtype", " + ".join(deployment) + _executed(meta)),
              ("torch", str((meta.get("versions") or {}).get("torch", "?"))),
              ("noise", noise_verdict(meta)),
              ("forward", _forward(meta))]
