@@ -196,12 +196,11 @@ class _Tail(_Numbered):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.clock >= self.position:  # after the cut: computed whole, no longer numbered
+            return func(*args, **kwargs)
         decomposed = decompose_uncounted(self, func, args, kwargs)
         if decomposed is not NotImplemented:
             return decomposed
-        if self.clock >= self.position:
-            self.clock += 1
-            return func(*args, **kwargs)
         if self.clock >= len(self.tape):
             raise ProfilingError(f"the tape ends after {len(self.tape)} operators, before the "
                                  f"cut after operator {self.position}")

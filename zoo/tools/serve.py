@@ -68,7 +68,7 @@ def model_identity(cfg: Any, model: Any) -> dict[str, str]:
 
 def _token(args) -> Optional[str]:
     token = args.token or os.environ.get("STAGEZOO_TOKEN") or None
-    from profiling.split.server import LOOPBACK_HOSTS
+    from profiling.split import LOOPBACK_HOSTS
 
     if token is None and args.host not in LOOPBACK_HOSTS:
         raise ConfigError(f"--host {args.host} is reachable from other machines: give a shared "
@@ -83,8 +83,8 @@ def serve(cfg: Any, host: str, port: int, *, token: Optional[str] = None,
 
     import torch
 
-    from profiling.runner.split_service import TailService
-    from profiling.split.server import SplitServer
+    from profiling.runner import TailService
+    from profiling.split import SplitServer
     from profiling.stages import call_model, iter_tensors
 
     from .job import prepare, resolve_device

@@ -28,11 +28,9 @@ from typing import Any, Optional, Sequence
 import pandas as pd
 import torch
 
-from profiling.runner.split_run import run_head
-from profiling.runner.split_service import output_tensors, run_request
-from profiling.split.client import SplitClient
-from profiling.split.executed import best_measured_and_estimated, executed_row
-from profiling.split.link import Link, unshaped_reason
+from profiling.runner import output_tensors, run_head, run_request
+from profiling.split import (Link, SplitClient, best_measured_and_estimated, executed_row,
+                             unshaped_reason)
 from profiling.stages import iter_tensors
 
 from ..errors import ConfigError
@@ -149,8 +147,8 @@ def _configuration(client, job, cut, encoding: str, link: dict, repeats: int) ->
 
 def _measure_link(client: SplitClient, **link) -> dict:
     link["rtt_ms"] = client.round_trip_ms()
-    link["throughput_mbps"] = (client.throughput_mbit(_PROBE_BYTES) if link["same_clock"]
-                               else float("nan"))
+    link["throughput_mbps"] = client.throughput_mbit(
+        _PROBE_BYTES, None if link["same_clock"] else link["rtt_ms"])
     return link
 
 
