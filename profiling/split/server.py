@@ -126,6 +126,8 @@ class SplitServer:
                 pass
         except (ConnectionError, OSError) as error:
             self.log(f"connection {peer} lost: {one_line(error)}")
+        except Exception as error:  # a fault of the server's own: this connection only
+            self.log(f"connection {peer} ended by {one_line(error)}")
         finally:
             writer.close()
 
