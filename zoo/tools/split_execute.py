@@ -89,16 +89,25 @@ class _Server:
     def _wait_for_port(self) -> int:
         line = self.process.stdout.readline()  # "" when the server ended before listening
         if not line.startswith("serving "):
-            self.close()
-            self.log.seek(0)
-            last = (self.log.read().strip().splitlines() or ["no output"])[-1]
+            self.log.flush()
+            with open(self.log.name) as log:
+                last = (log.read().strip().splitlines() or ["no output"])[-1]
+            self.close(keep_log=True)
             raise ConfigError(f"the split server did not start: {last} (log {self.log.name})")
         return int(line.rsplit(":", 1)[1])
 
-    def close(self) -> None:
+    def close(self, keep_log: bool = False) -> None:
+        """Stop the server; its log is removed unless it failed to start."""
         if self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(10)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+        if not keep_log:
+            os.unlink(self.log.name)
 
 
 def _repeat(client: SplitClient, model, inputs, attach, cut, encoding: str, *, output: bool,
