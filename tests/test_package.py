@@ -24,11 +24,12 @@ def test_stagezoo_lists_its_tools_and_refuses_an_unknown_one(capsys, monkeypatch
     listed = run_main(main, ["--help"], capsys, monkeypatch, program="stagezoo")
     assert listed.code == 0
     assert [line.split()[0] for line in listed.stdout.splitlines()[4:4 + len(TOOLS)]] == \
-        ["profile", "split", "compare", "collect", "plot", "calibrate", "report", "list"]
+        ["profile", "split", "serve", "compare", "collect", "plot", "calibrate", "report", "list"]
     unknown = run_main(main, ["profiel"], capsys, monkeypatch, program="stagezoo")
     assert unknown.code == 2
     assert unknown.line == ("error: unknown tool 'profiel'; choose one of: profile, split, "
-                            "compare, collect, plot, calibrate, report, list (see stagezoo --help)")
+                            "serve, compare, collect, plot, calibrate, report, list (see "
+                            "stagezoo --help)")
     assert run_main(main, [], capsys, monkeypatch, program="stagezoo").line.startswith(
         "error: no tool given; choose one of: profile,")
 
@@ -41,8 +42,8 @@ def test_stagezoo_passes_the_rest_of_the_line_to_the_tool(capsys, monkeypatch):
     assert "PNG plots of a run or a split analysis." in outcome.stdout
 
 
-@pytest.mark.parametrize("tool", ["split", "compare", "collect", "plot", "calibrate", "report",
-                                  "list"])
+@pytest.mark.parametrize("tool", ["split", "serve", "compare", "collect", "plot", "calibrate",
+                                  "report", "list"])
 def test_a_usage_error_names_the_tool_as_it_was_called(tool, capsys, monkeypatch):
     from zoo.__main__ import main
 

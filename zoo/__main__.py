@@ -18,6 +18,7 @@ __all__ = ["TOOLS", "main", "usage", "version_line"]
 TOOLS = {
     "profile": ("zoo.profile", "profile a model stage by stage (Hydra overrides: model=NAME ...)"),
     "split": ("zoo.split", "where to cut a forward between an edge device and a server"),
+    "serve": ("zoo.serve", "serve the tail of a split forward to a head (zoo.split --execute)"),
     "compare": ("zoo.compare", "compare two runs stage by stage, with significance"),
     "collect": ("zoo.collect", "gather runs into one table"),
     "plot": ("zoo.plot", "PNG plots of a run or a split analysis"),

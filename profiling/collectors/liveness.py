@@ -39,7 +39,8 @@ from .base import Collector
 from .metrics import Metric
 from .registry import register_collector
 
-__all__ = ["Liveness", "Cut", "CutTensor", "encoded_bytes"]
+__all__ = ["Liveness", "Cut", "CutTensor", "encoded_bytes", "decompose_uncounted", "made_tensors",
+           "operator_tensors"]
 
 #: Operators that overwrite their first argument without reading it.
 _OVERWRITING = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "random_",
@@ -49,13 +50,14 @@ _OVERWRITING = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "ran
 class _Storage:
     """What the collector knows of one storage."""
 
-    __slots__ = ("shape", "dtype", "nbytes", "produced", "uses", "writes", "version_start",
-                 "pins", "producer", "ref", "alive", "__weakref__")
+    __slots__ = ("shape", "dtype", "nbytes", "produced", "slot", "uses", "writes",
+                 "version_start", "pins", "producer", "ref", "alive", "__weakref__")
 
-    def __init__(self, tensor: torch.Tensor, produced: int, producer: str) -> None:
+    def __init__(self, tensor: torch.Tensor, produced: int, producer: str, slot: int) -> None:
         self.shape, self.dtype = tuple(tensor.shape), tensor.dtype
         self.nbytes = tensor.untyped_storage().nbytes()
         self.produced = self.version_start = produced
+        self.slot = slot
         self.uses: list[tuple[int, ByteRanges, bool]] = []  # (operator, ranges, overwrites)
         self.writes: list[int] = []  # operators that changed it in place
         self.pins: dict[int, torch.Tensor] = {}  # content (flat uint8) per version
@@ -83,7 +85,7 @@ class _Storage:
         return pinned
 
 
-def _tensors(values) -> list[torch.Tensor]:
+def operator_tensors(values) -> list[torch.Tensor]:
     """The tensors among an operator's arguments or results (ATen nests them one list deep)."""
     found = []
     for value in values:
@@ -110,6 +112,25 @@ def _unique_marks(marks: list[Mark]) -> list[Mark]:
     return unique
 
 
+def decompose_uncounted(mode: TorchDispatchMode, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``func`` run as its parts under ``mode`` when no counting formula prices it whole (a
+    composite operator such as conv2d or linear under inference mode: each part is seen,
+    priced and a boundary of its own), else ``NotImplemented``. Every pass that numbers the
+    operators of a forward does this, so that they all number them alike."""
+    if formula_for(func._overloadpacket) is not None:
+        return NotImplemented
+    with mode:
+        return func.decompose(*args, **kwargs)
+
+
+def made_tensors(inputs: Sequence[torch.Tensor], out: Any) -> list[torch.Tensor]:
+    """The tensors among an operator's results whose storage is not one of its ``inputs``'
+    (a view reads no data, and an operator that may alias, reshape, is a view when it did not
+    copy); a storage's place in this list is its slot (:attr:`CutTensor.made_by`)."""
+    used = {id(t.untyped_storage()) for t in inputs}
+    return [t for t in operator_tensors((out,)) if id(t.untyped_storage()) not in used]
+
+
 class _Tracker(TorchDispatchMode):
     """Numbers the operators and records what each one makes, reads and writes."""
 
@@ -120,27 +141,19 @@ class _Tracker(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         owner = self.owner
-        if formula_for(func._overloadpacket) is None:
-            # As when counting: a composite operator (conv2d, linear under inference mode)
-            # runs as its parts, each seen, priced and a boundary of its own.
-            with self:
-                decomposed = func.decompose(*args, **kwargs)
-            if decomposed is not NotImplemented:
-                return decomposed
+        decomposed = decompose_uncounted(self, func, args, kwargs)
+        if decomposed is not NotImplemented:
+            return decomposed
         if owner.every_op:
             owner.last_mark = owner.clock
-        inputs = _tensors(args) + _tensors(kwargs.values())
+        inputs = operator_tensors(args) + operator_tensors(kwargs.values())
         written = owner.written(func, args, kwargs)
         if owner.keep_content:
             owner.keep(inputs, written)
         out = func(*args, **kwargs)
         owner.clock += 1
         owner.price(func, args, kwargs, out)
-        used = {id(t.untyped_storage()) for t in inputs}
-        # A view reads no data: the view's later uses say which bytes are needed. Ops that
-        # may alias (reshape) are views only when they did not copy.
-        outputs = _tensors((out,))
-        made = [t for t in outputs if id(t.untyped_storage()) not in used]
+        made = made_tensors(inputs, out)
         overwritten = {id(t) for t, overwrite in written if overwrite}
         if not (getattr(func, "is_view", False) and not made):
             for tensor in inputs:
@@ -153,9 +166,9 @@ class _Tracker(TorchDispatchMode):
             if record is not None:
                 record.writes.append(owner.clock)
                 record.version_start = owner.clock
-        for tensor in made:
+        for slot, tensor in enumerate(made):
             if id(tensor.untyped_storage()) not in owner.live:
-                owner.track(tensor, owner.clock)
+                owner.track(tensor, owner.clock, slot)
         return out
 
 
@@ -283,11 +296,12 @@ class Liveness(Collector):
         self._marks.append(Mark(name, kind, self.clock, call))
         self.last_mark = self.clock
 
-    def track(self, tensor: torch.Tensor, produced: int) -> None:
-        """Start following the storage of ``tensor``, made by operator ``produced``."""
+    def track(self, tensor: torch.Tensor, produced: int, slot: int) -> None:
+        """Start following the storage of ``tensor``, made by operator ``produced`` (its
+        ``slot``-th new storage; for the inputs, the ``slot``-th input tensor)."""
         storage = tensor.untyped_storage()
         key = id(storage)
-        record = _Storage(tensor, produced, "input" if produced == 0 else self._current)
+        record = _Storage(tensor, produced, "input" if produced == 0 else self._current, slot)
         record.ref = weakref.ref(storage, lambda _, key=key, record=record:
                                  self._freed(key, record))
         self.live[key] = record
@@ -311,9 +325,9 @@ class Liveness(Collector):
         self._reset()
         self.cuts, self.stage_spans = [], []
         inputs = [self._copies.get(id(t), t) for t in iter_tensors(self.inputs)]
-        for tensor in inputs:
+        for slot, tensor in enumerate(inputs):
             if id(tensor.untyped_storage()) not in self.live:
-                self.track(tensor, 0)
+                self.track(tensor, 0, slot)
         self.keep_content = bool(self.codecs) and any(t.device.type != "meta" for t in inputs)
         self.mark("input", "input")
         self._mode = _Tracker(self)

@@ -46,7 +46,7 @@ _EXPORTS = {
     "plot_payload": "plots",
     "plot_memory": "plots", "plot_roofline": "plots", "plot_layers": "plots",
     "plot_split_latency": "plots",
-    "plot_split_timeline": "split_plots",
+    "plot_split_timeline": "split_plots", "plot_executed_latency": "split_plots",
     "write_report": "html", "report_page": "html", "result_page": "run_folder",
     "REPORT_FILE": "html",
     "shorten": "labels", "printable": "labels", "plot_label": "labels",

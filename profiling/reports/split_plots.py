@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-__all__ = ["plot_split_timeline"]
+__all__ = ["plot_split_timeline", "plot_executed_latency"]
 
 #: above this many stage boundaries, only every n-th is labelled.
 _MAX_LABELS = 40
@@ -57,3 +57,34 @@ def plot_split_timeline(timeline: np.ndarray, cuts: pd.DataFrame,
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
     return buffer.getvalue()
+
+
+def plot_executed_latency(executed: pd.DataFrame) -> bytes:
+    """PNG of an executed split (``executed.csv``'s rows on shaped links): per encoding, each
+    cut's estimate against bandwidth as a line (the formula with its terms) and its measured
+    end-to-end median as a point with its interval, in the same colour."""
+    from .plots import _log_axes, _png, distinct_colours, plot_label
+
+    encodings = list(executed["encoding"].unique())
+    figure = Figure(figsize=(6.5 * len(encodings) + 2, 4.8))
+    panels = figure.subplots(1, len(encodings), squeeze=False).ravel()
+    cuts = list(executed["cut"].unique())
+    colours = distinct_colours(len(cuts))
+    for axes, encoding in zip(panels, encodings):
+        table = executed[executed["encoding"] == encoding]
+        for colour, cut in zip(colours, cuts):
+            rows = table[table["cut"] == cut].sort_values("bandwidth_mbps")
+            axes.plot(rows["bandwidth_mbps"], rows["estimated_terms_ms"], color=colour,
+                      alpha=0.8, label=plot_label(cut, 40))
+            axes.errorbar(rows["bandwidth_mbps"], rows["measured_ms_median"],
+                          yerr=[rows["measured_ms_median"] - rows["measured_ms_low"],
+                                rows["measured_ms_high"] - rows["measured_ms_median"]],
+                          fmt="o", color=colour, markersize=5, capsize=3)
+        _log_axes(axes)
+        axes.set_xlabel("bandwidth (Mbit/s)")
+        axes.set_ylabel("end-to-end latency (ms)")
+        axes.set_title(f"Executed split, {encoding}: points measured, lines estimated")
+        axes.grid(which="both", alpha=0.3)
+    panels[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    figure.tight_layout()
+    return _png(figure)

@@ -11,6 +11,9 @@ _EXPORTS = {
     "ProfileResult": "passes", "profile_model": "passes", "check_run_options": "passes",
     "with_more_repeats": "passes",
     "analyse_cuts": "split_pass", "module_marks": "split_pass",
+    "run_head": "split_run", "run_tail": "split_run", "HeadRun": "split_run",
+    "TailRun": "split_run", "TailService": "split_service", "run_request": "split_service",
+    "output_tensors": "split_service",
     "compile_model": "compiled", "compile_options": "compiled", "compile_report": "compiled",
     "CompileReport": "compiled", "cxx_compiler": "compiled", "COMPILE_MODES": "compiled",
 }

@@ -22,6 +22,12 @@ _EXPORTS = {
     "quantise_int8": "encodings",
     "top_level_times": "latency", "split_latency": "latency", "best_cuts": "latency",
     "encodings_of": "latency", "check_link": "latency",
+    "WireError": "wire", "frame": "wire", "read_frame": "wire", "send_frame": "wire",
+    "receive_frame": "wire", "encode_piece": "transport", "decode_piece": "transport",
+    "SplitServer": "server", "LOOPBACK_HOSTS": "server", "SplitClient": "client",
+    "Link": "link", "unshaped_reason": "link", "TBF_BURST_BYTES": "link",
+    "executed_row": "executed", "best_measured_and_estimated": "executed",
+    "slow_start_ms": "executed", "framing_bytes": "executed",
 }
 
 __all__ = list(_EXPORTS)

@@ -36,6 +36,10 @@ class CutTensor:
         producer: the top-level stage during which it was made (``"input"`` for the inputs,
             ``""`` between stages).
         compressed: its size under each codec, from its content at the cut.
+        made_by: ``(operator, slot)``: the operator that made the storage (0 for the inputs)
+            and its place among the storages that operator made (among the inputs' tensors):
+            how another run of the same forward finds it (:mod:`profiling.runner.split_run`).
+        ranges: the byte ranges of the storage read after the cut (what is sent of it).
     """
 
     shape: tuple[int, ...]
@@ -43,6 +47,8 @@ class CutTensor:
     nbytes: int
     producer: str
     compressed: dict[str, Optional[int]] = field(default_factory=dict)
+    made_by: tuple[int, int] = (-1, -1)
+    ranges: Optional[ByteRanges] = None
 
 
 @dataclass
@@ -207,7 +213,8 @@ def build_cuts(records: Sequence[Any], outputs: dict[int, ByteRanges], marks: Se
             steps[name][first] += value
             steps[name][end] -= value
         tensor = CutTensor(record.shape, record.dtype, piece.nbytes, record.producer,
-                           dict(measured) if task is not None else dict.fromkeys(codecs))
+                           dict(measured) if task is not None else dict.fromkeys(codecs),
+                           (record.produced, record.slot), piece.ranges)
         for index in range(first, end):
             cuts[index].tensors.append(tensor)
     totals = {name: np.cumsum(values[:-1]) for name, values in steps.items()}

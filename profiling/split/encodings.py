@@ -36,7 +36,7 @@ from ..errors import ProfilingError, require_extra
 from ..statistics.noise import usable_cores
 
 __all__ = ["CODECS", "SIZE_ENCODINGS", "encoded_bytes", "check_codecs", "gather",
-           "compressed_sizes", "quantise_int8"]
+           "compressed_sizes", "quantise_int8", "quantise_int8_scaled"]
 
 #: Encodings whose size follows from the element count (always available, meta included).
 SIZE_ENCODINGS = ("raw", "fp16", "int8")
@@ -100,12 +100,18 @@ def gather(data: torch.Tensor, ranges: ByteRanges) -> torch.Tensor:
 def quantise_int8(values: torch.Tensor) -> torch.Tensor:
     """Floating ``values`` as ``uint8``: ``round((x - min) / (max - min) * 255)`` per tensor
     (non-finite values taken as 0)."""
+    return quantise_int8_scaled(values)[0]
+
+
+def quantise_int8_scaled(values: torch.Tensor) -> tuple[torch.Tensor, float, float]:
+    """:func:`quantise_int8` with its zero point and scale: ``x ~ low + q * scale``."""
     values = torch.nan_to_num(values.float(), nan=0.0, posinf=0.0, neginf=0.0)
     if values.numel() == 0:
-        return values.to(torch.uint8)
+        return values.to(torch.uint8), 0.0, 1.0
     low, high = values.min(), values.max()
     scale = (high - low) / 255 if high > low else torch.ones((), dtype=values.dtype)
-    return ((values - low) / scale).round_().clamp_(0, 255).to(torch.uint8)
+    quantised = ((values - low) / scale).round_().clamp_(0, 255).to(torch.uint8)
+    return quantised, float(low), float(scale)
 
 
 def _sizes(data: torch.Tensor, ranges: ByteRanges, dtype: torch.dtype,

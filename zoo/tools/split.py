@@ -64,6 +64,17 @@ def _parser() -> ArgumentParser:
                         help="also cut after every operator")
     parser.add_argument("--meta", action="store_true",
                         help="analyse on the meta device (any size, no compression)")
+    parser.add_argument("--execute", action="store_true",
+                        help="also run every stage cut (and --depth cut): the head here, the "
+                             "tail in a server, over a link shaped to each --bandwidth "
+                             "(root: namespaces and tc; else unshaped loopback), measured "
+                             "beside the estimate: executed.csv")
+    parser.add_argument("--server", metavar="HOST:PORT", default=None,
+                        help="with --execute: the tail on this running stagezoo serve")
+    parser.add_argument("--token", default=None,
+                        help="with --server: its shared token (default $STAGEZOO_TOKEN)")
+    parser.add_argument("--repeats", type=int, default=7,
+                        help="with --execute: timed runs per cut, encoding and link (default 7)")
     parser.add_argument("--out", type=Path, default=None,
                         help="output folder (default results/splits/<time>_<model>)")
     return parser
@@ -98,6 +109,28 @@ def split_config(device: Any, server: Any, overrides: Sequence[str]):
     return checked_config(list(overrides))  # composed and checked once
 
 
+def _check_execute(args) -> None:
+    """The options of ``--execute`` checked (one line each)."""
+    if not args.execute:
+        if args.server or args.token:
+            raise ConfigError("--server and --token go with --execute")
+        return
+    if args.meta:
+        raise ConfigError("--execute runs the forward for real: drop --meta")
+    if args.device_run or args.server_run or args.device_ceilings:
+        raise ConfigError("--execute measures both sides itself: give the model as overrides "
+                          "(model=... input.size=...), not runs or ceilings")
+    if args.every_op:
+        raise ConfigError("--execute runs the stage cuts and the --depth cuts, not "
+                          "--every-op's")
+    if args.repeats < 1:
+        raise ConfigError(f"--repeats must be an integer >= 1, got {args.repeats}")
+    if args.server:
+        from .split_execute import parse_server
+
+        parse_server(args.server)
+
+
 def _check_arguments(args) -> tuple[str, ...]:
     """Every argument checked before any work; returns the codecs."""
     from profiling.split import check_codecs, check_link
@@ -116,6 +149,7 @@ def _check_arguments(args) -> tuple[str, ...]:
     if args.server_run is not None and args.device_run is None and args.device_ceilings is None:
         raise ConfigError("give --device-run or --device-ceilings with --server-run for the "
                           "device side")
+    _check_execute(args)
     if args.codec == ["none"]:
         return ()
     return check_codecs(args.codec)

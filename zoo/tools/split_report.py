@@ -13,7 +13,7 @@ from profiling.counting import Ceilings
 from profiling.reports import shorten
 from profiling.runner import analyse_cuts
 from profiling.split import best_cuts, cut_table, encodings_of, split_latency
-from profiling.stages import int8_view, iter_tensors
+from profiling.stages import call_model, int8_view, iter_tensors
 
 from .job import prepare
 
@@ -101,8 +101,8 @@ def best_lines(best: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _plots(analysis, cuts: pd.DataFrame, latency: Optional[pd.DataFrame], title: str
-           ) -> tuple[dict[str, bytes], list[str]]:
+def _plots(analysis, cuts: pd.DataFrame, latency: Optional[pd.DataFrame], title: str,
+           executed: Optional[pd.DataFrame] = None) -> tuple[dict[str, bytes], list[str]]:
     try:
         require_extra("matplotlib", "plots", "the split plots")
     except MissingExtra as missing:
@@ -115,6 +115,10 @@ def _plots(analysis, cuts: pd.DataFrame, latency: Optional[pd.DataFrame], title:
         drawn = cuts[cuts["kind"].isin(["input", "stage", "output"]) | cuts["pareto"]]
         files["split_latency.png"] = plot_split_latency(
             latency[latency["cut"].isin(drawn["cut"].head(20))])
+    if executed is not None and executed["shaped"].any():
+        from profiling.reports import plot_executed_latency
+
+        files["split_latency.png"] = plot_executed_latency(executed[executed["shaped"]])
     return files, []
 
 
@@ -125,6 +129,10 @@ def analyse(cfg, args, codecs: tuple[str, ...], ceilings: Optional[Ceilings],
     model, inputs, attach, notes = prepare(cfg, device)
     # run.dtype=int8: the analytical int8 view (one byte per element, biases int32)
     view = int8_view(model) if cfg.run.get("dtype") == "int8" else nullcontext()
+    reference = None
+    if getattr(args, "execute", False):  # the steady forward: caches filled, as served
+        with torch.inference_mode():
+            reference = [t.clone() for t in iter_tensors(call_model(model, inputs))]
     with view:
         analysis = analyse_cuts(model, inputs, attach=attach,
                                 codecs=() if args.meta else codecs, depth=args.depth,
@@ -142,8 +150,16 @@ def analyse(cfg, args, codecs: tuple[str, ...], ceilings: Optional[Ceilings],
         lines += cut_lines(cuts, latency) + best_lines(best)
     else:
         lines += cut_lines(cuts, None)
+    executed = None
+    if reference is not None:
+        from .split_execute import execute
+
+        executed, executed_lines = execute(cfg, args, analysis, model, inputs, attach, codecs,
+                                           reference)
+        files["executed.csv"] = executed
+        lines += executed_lines
     shapes = ", ".join(str(list(t.shape)) for t in iter_tensors(inputs))
     title = f"{cfg.model.name}: bytes alive along the forward, input {shapes} on {device.type}"
-    plots, plot_notes = _plots(analysis, cuts, latency, title)
+    plots, plot_notes = _plots(analysis, cuts, latency, title, executed)
     files.update(plots)
     return files, lines + plot_notes
