@@ -75,7 +75,7 @@ def test_a_broken_runtime_is_refused_by_the_app_before_the_model_is_built(
     from zoo.tools.job import run_profile
 
     _broken_package(tmp_path, monkeypatch, "onnxruntime")
-    monkeypatch.setattr("zoo.tools.job.prepare",
+    monkeypatch.setattr("zoo.tools.job_description.prepare",
                         lambda *a, **k: pytest.fail("the model was built"))
     cfg = compose_config(["model=swiftnet", "input.size=[32,32]", "run.runtime=onnxruntime"])
     with pytest.raises(MissingExtra, match=r"^run.runtime=onnxruntime needs onnxruntime, which "
