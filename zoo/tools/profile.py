@@ -18,7 +18,8 @@ from typing import Optional, Sequence
 
 from profiling import require_extra
 
-from .cli import exit_with, fail, raise_if_interrupted, run_tool
+from .cli import called_as, exit_with, fail, raise_if_interrupted, run_tool
+from .registry import register_tool
 from .composition import CONFIG_DIR, checked_configs, config_key, hydra_value
 from ..errors import ConfigError
 from .resolvers import register_resolvers
@@ -187,12 +188,39 @@ def _echo_options(arguments: Sequence[str], given) -> None:
     print(options_line(_values(arguments), given=given), flush=True)
 
 
+#: Hydra's flags that take no value (``--info`` takes an optional one), and those that take
+#: one, as the next argument or after ``=``.
+_HYDRA_FLAGS = ("--help", "-h", "--hydra-help", "--version", "--resolve", "--run", "-r",
+                "--multirun", "-m", "--shell-completion", "-sc", "--info", "-i")
+_HYDRA_VALUED = ("--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name",
+                 "-cn", "--config-dir", "-cd", "--experimental-rerun")
+
+
+def _check_flags(arguments: Sequence[str]) -> None:
+    """Refuse, in one line, an option that is neither an override nor Hydra's (Hydra's own
+    parser would print its usage block)."""
+    following_value = False
+    for argument in arguments:
+        if following_value:
+            following_value = False
+            continue
+        flag, equals, _ = argument.partition("=")
+        if not argument.startswith("-") or flag in _HYDRA_FLAGS:
+            continue
+        if flag not in _HYDRA_VALUED:
+            raise ConfigError(f"unrecognized option {argument}; accepted: KEY=VALUE overrides "
+                              f"and Hydra's flags (see {called_as('python -m zoo.profile')} "
+                              f"--help)")
+        following_value = not equals
+
+
 def _main() -> None:
     import hydra
 
     from . import sweep_summary
 
     arguments = sys.argv[1:]
+    _check_flags(arguments)
     sweep_summary.last_sweep = None  # an earlier sweep of this process is not this run's
     checked: frozenset = frozenset()
     staged = None
@@ -230,6 +258,7 @@ def _main() -> None:
              f"{outcome.summary}", code=1)
 
 
+@register_tool("profile", "profile a model stage by stage (Hydra overrides: model=NAME ...)")
 def main() -> None:
     """Entry point of ``python -m zoo.profile``."""
     register_resolvers()

@@ -20,6 +20,7 @@ from profiling import ProfilingError
 from profiling.statistics import MIN_CHANGE
 
 from .cli import ArgumentParser, run_tool
+from .registry import register_tool
 from .composition import compose_config
 from .extras import check_report_support
 
@@ -84,6 +85,7 @@ def _main(argv: Optional[Sequence[str]]) -> None:
     print(f"report: {path.resolve()}")
 
 
+@register_tool("report", "one self-contained HTML page of a run, a comparison or a sweep")
 def main(argv: Optional[Sequence[str]] = None) -> None:
     """Entry point of ``python -m zoo.report``."""
     run_tool("zoo.report", lambda: _main(argv))
