@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -214,14 +215,25 @@ def _check_flags(arguments: Sequence[str]) -> None:
         following_value = not equals
 
 
+#: The file in which the sweep's callback leaves the outcome for this tool.
+_OUTCOME_FILE = "outcome.json"
+
+
+def _outcome_override(arguments: Sequence[str], folder: Path) -> list[str]:
+    """For a sweep, the override that has its summary callback write the outcome into
+    ``folder`` (:func:`~zoo.tools.sweep_summary.read_outcome` reads it after the sweep)."""
+    if not any(a in ("-m", "--multirun") for a in arguments):
+        return []
+    return [f"++hydra.callbacks.sweep_summary.outcome_file='{folder / _OUTCOME_FILE}'"]
+
+
 def _main() -> None:
     import hydra
 
-    from . import sweep_summary
+    from .sweep_summary import read_outcome
 
     arguments = sys.argv[1:]
     _check_flags(arguments)
-    sweep_summary.last_sweep = None  # an earlier sweep of this process is not this run's
     checked: frozenset = frozenset()
     staged = None
     new_folder = None
@@ -236,7 +248,8 @@ def _main() -> None:
 
     GlobalHydra.instance().clear()  # a config composed before (the checks, a test) is done
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra's own failures reach run_tool: one line
-    sys.argv[1:] = _staged(arguments, staged)
+    outcome_folder = Path(tempfile.mkdtemp(prefix="stagezoo-sweep-"))
+    sys.argv[1:] = [*_staged(arguments, staged), *_outcome_override(arguments, outcome_folder)]
     try:
         hydra.main(version_base="1.3", config_path=str(CONFIG_DIR),
                    config_name="profile")(lambda cfg: _job(cfg, checked))()
@@ -247,12 +260,13 @@ def _main() -> None:
         raise
     finally:
         sys.argv[1:] = arguments
+        outcome = read_outcome(outcome_folder / _OUTCOME_FILE)
+        shutil.rmtree(outcome_folder, ignore_errors=True)
     if staged is not None:
         from profiling.files import replace_folder
 
         replace_folder(staged[1], staged[0])
         print(f"sweep folder: {staged[0]} (the old sweep replaced)")
-    outcome = sweep_summary.last_sweep
     if outcome is not None and outcome.failed:
         fail(f"{outcome.failed} of {outcome.runs} runs failed; their errors are in "
              f"{outcome.summary}", code=1)
