@@ -209,7 +209,7 @@ def check_syncs(model: torch.nn.Module, inputs: Any, attach: Mapping[str, str], 
 def zoo_case(name: str, overrides: Sequence[str] = ()) -> tuple[torch.nn.Module, Any, dict]:
     """A zoo model on CUDA as ``python -m zoo.profile`` builds it, with its inputs and attached
     stages."""
-    from zoo.tools.job import prepare
+    from zoo.tools.job_inputs import prepare
     from zoo.tools.composition import compose_config
 
     cfg = compose_config([f"model={name}", "device=cuda", *overrides])

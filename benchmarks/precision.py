@@ -1,7 +1,7 @@
 """Forward time and output payload as deployed, as ratios to float32, side by side in one process.
 
 For each zoo model at its default input size, four variants of the same weights and inputs are
-built as ``python -m zoo.profile`` builds them (:func:`zoo.tools.job.prepare`, which applies
+built as ``python -m zoo.profile`` builds them (:func:`zoo.tools.job_inputs.prepare`, which applies
 :class:`zoo.deploy.Deployment`): ``float32``, ``bfloat16``, ``float16`` and ``channels_last``
 (float32 in ``torch.channels_last``). Every round runs one forward of each variant in turn
 (interleaved, so a change in the machine's load touches them all), after ``--warmup`` untimed
@@ -25,7 +25,7 @@ import torch
 from profiling.stages.payload import payload_bytes, walk_payload
 from profiling.reports.metadata import device_description
 from profiling.stages import call_model
-from zoo.tools.job import prepare
+from zoo.tools.job_inputs import prepare
 from zoo.tools.composition import compose_config
 
 MODELS = ("faster_rcnn", "gmflow", "gmflow_refine", "gmflow_unet", "swiftnet", "swin_unet")

@@ -32,7 +32,7 @@ from profiling.runtimes.backends import make_backend
 from profiling.runtimes.parts import tensor_feeds
 from zoo.runtime import export_identity
 from zoo.tools.composition import compose_config
-from zoo.tools.job import prepare_job
+from zoo.tools.job_description import prepare_job
 
 MODELS = {"resnet18": ["model=torchvision", "model.arch=resnet18", "input.size=[224,224]"],
           "swiftnet": ["model=swiftnet", "input.size=[256,512]"],

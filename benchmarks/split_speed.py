@@ -30,7 +30,7 @@ import torch
 from profiling.stages import call_model
 from profiling.runner import analyse_cuts
 from profiling.split import DEFAULT_CODECS, cut_table
-from zoo.tools.job import prepare
+from zoo.tools.job_inputs import prepare
 from zoo.tools.composition import compose_config
 
 #: name -> (overrides, device, analyse_cuts options, target seconds)

@@ -14,7 +14,7 @@ from cli_runner import run_main
 from profiling import stage
 from profiling.errors import ProfilingError
 from profiling.files import remove_stale_temporaries, write_folder
-from zoo.tools import job as app
+from zoo.tools import job_description, job_inputs, job_runner
 from zoo.base import ZooModel
 from zoo.tools.cli import describe_failure
 from zoo.tools.profile import main
@@ -104,7 +104,7 @@ def test_ctrl_c_exits_130_with_one_line_and_no_folder(tmp_path, capsys, monkeypa
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(app, "profile_model", interrupted)
+    monkeypatch.setattr(job_runner, "profile_model", interrupted)
     outcome = run_main(main, [*META, f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
     assert outcome.code == 130 and outcome.line.startswith("error: interrupted")
     assert not (tmp_path / "run").exists()
@@ -126,7 +126,7 @@ class _Raising(ZooModel):
 
 def _run_raising(model, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("ZOO_LOG_DIR", str(tmp_path / "logs"))
-    monkeypatch.setattr(app, "build_model", lambda *a, **k: model)
+    monkeypatch.setattr(job_inputs, "build_model", lambda *a, **k: model)
     outcome = run_main(main, ["model=swiftnet", "device=cpu", "input.size=[64,64]",
                               f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
     assert outcome.code == 1 and not (tmp_path / "run").exists()
@@ -189,7 +189,7 @@ def test_a_ctrl_c_that_a_library_swallows_still_ends_the_run(swallowed_in, tmp_p
     error swallowed it once and the run went on for minutes. The next forward stops it."""
     from zoo.tools import cli
 
-    original = getattr(app, swallowed_in)
+    original = getattr(job_description, swallowed_in)
 
     def swallowing(*args, **kwargs):
         try:
@@ -199,7 +199,7 @@ def test_a_ctrl_c_that_a_library_swallows_still_ends_the_run(swallowed_in, tmp_p
         return original(*args, **kwargs)
 
     monkeypatch.setattr(cli, "_interrupted", False)
-    monkeypatch.setattr(app, swallowed_in, swallowing)
+    monkeypatch.setattr(job_description, swallowed_in, swallowing)
     run_dir = tmp_path / "run"
     outcome = run_main(main, ["model=swiftnet", "device=cpu", "input.size=[64,64]",
                               "run.repeats=3", f"hydra.run.dir={run_dir}"], capsys, monkeypatch)

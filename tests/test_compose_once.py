@@ -67,7 +67,7 @@ def test_a_sweep_checks_each_job_once(counted, tmp_path, capsys, monkeypatch):
 
 def test_a_job_built_from_python_is_checked_unless_said_otherwise(counted, monkeypatch):
     """prepare_job checks what it is given; checked_config's result goes in as checked."""
-    from zoo.tools.job import prepare_job
+    from zoo.tools.job_description import prepare_job
 
     _, checks = counted
     cfg = tool_cli.checked_config(RUN)

@@ -27,7 +27,7 @@ from torch.utils._pytree import tree_leaves
 from profiling.stages.payload import iter_leaves
 from profiling.reports.layers_table import layers_table
 from profiling.runner.passes import profile_model
-from zoo.tools.job import prepare
+from zoo.tools.job_inputs import prepare
 from zoo.tools.composition import compose_config
 
 #: Each model at a small size: the overrides of its runs.

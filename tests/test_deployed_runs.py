@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from profiling.stages import call_model
-from zoo.tools.job import prepare, run_profile
+from zoo.tools.job import run_profile
+from zoo.tools.job_inputs import prepare
 from zoo.tools.composition import compose_config
 from zoo.deploy import Deployment, roofline_dtype
 from zoo.errors import ConfigError

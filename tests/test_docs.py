@@ -129,14 +129,16 @@ def _check_transcript(block: Block, monkeypatch, capsys, where: str) -> None:
 
 
 def _forget_registrations(monkeypatch) -> None:
-    """What an example registers (a model, a collector, a count formula) is forgotten after its
+    """What an example registers (a model, a collector, a count formula, a tool) is forgotten after its
     file, so that the other tests see the registries as the packages fill them."""
     import profiling.collectors.registry as collectors
     import profiling.counting.registry as formulas
     import zoo.registry as models
+    import zoo.tools.registry as tools
 
     zoo.list_models()  # the zoo's own models are registered before the copy
-    for module, names in ((models, ("_BUILDERS", "_REGISTRATIONS")),
+    tools.registered_tools()
+    for module, names in ((models, ("_BUILDERS", "_REGISTRATIONS")), (tools, ("_TOOLS",)),
                           (collectors, ("_COLLECTORS", "_ALIASES")), (formulas, ("_FORMULAS",))):
         for name in names:
             monkeypatch.setattr(module, name, dict(getattr(module, name)))

@@ -225,7 +225,7 @@ def test_images_that_name_no_image_are_refused_never_replaced_by_random_inputs(t
 @pytest.mark.parametrize("images", ["''", "[]", "5"])
 def test_the_job_refuses_an_empty_images_value(images):
     from zoo.tools.composition import compose_config
-    from zoo.tools.job import make_inputs
+    from zoo.tools.job_inputs import make_inputs
 
     cfg = compose_config(["model=torchvision", "model.arch=resnet18", "device=meta"])
     cfg.input.images = {"''": "", "[]": [], "5": 5}[images]

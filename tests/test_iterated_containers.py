@@ -9,7 +9,7 @@ from torch import nn
 
 from profiling import profile_model
 from profiling.stages.attach import attach_stages, is_container
-from zoo.tools.job import prepare
+from zoo.tools.job_inputs import prepare
 from zoo.tools.composition import compose_config
 
 

@@ -155,3 +155,18 @@ def test_profiling_packages_import_only_downward():
     assert {module: names for module, names in upward.items() if names} == {}
     assert {_floor(module) for module in SOURCES if module.startswith("profiling.")} <= set(
         range(len(FLOORS)))  # every package has its floor
+
+
+#: The most project modules that one module of zoo/tools imports (issue 34: no hub).
+MOST_IMPORTS = 10
+
+
+def test_no_tool_imports_another_and_no_tools_module_is_a_hub():
+    from zoo.tools.registry import registered_tools
+
+    tools = {tool.module for tool in registered_tools().values()}
+    assert len(tools) >= 8
+    assert {module: sorted(GRAPH[module] & tools) for module in sorted(tools)
+            if GRAPH[module] & tools} == {}
+    assert {module: len(targets) for module, targets in GRAPH.items()
+            if module.startswith("zoo.tools") and len(targets) > MOST_IMPORTS} == {}

@@ -24,14 +24,15 @@ def test_stagezoo_lists_its_tools_and_refuses_an_unknown_one(capsys, monkeypatch
     listed = run_main(main, ["--help"], capsys, monkeypatch, program="stagezoo")
     assert listed.code == 0
     assert [line.split()[0] for line in listed.stdout.splitlines()[4:4 + len(TOOLS)]] == \
-        ["profile", "split", "serve", "compare", "collect", "plot", "calibrate", "report", "list"]
+        ["calibrate", "collect", "compare", "list", "plot", "profile", "report", "serve",
+         "split"]
     unknown = run_main(main, ["profiel"], capsys, monkeypatch, program="stagezoo")
     assert unknown.code == 2
-    assert unknown.line == ("error: unknown tool 'profiel'; choose one of: profile, split, "
-                            "serve, compare, collect, plot, calibrate, report, list (see "
-                            "stagezoo --help)")
+    assert unknown.line == ("error: unknown tool 'profiel'; choose one of: calibrate, collect, "
+                            "compare, list, plot, profile, report, serve, split (see stagezoo "
+                            "--help)")
     assert run_main(main, [], capsys, monkeypatch, program="stagezoo").line.startswith(
-        "error: no tool given; choose one of: profile,")
+        "error: no tool given; choose one of: calibrate,")
 
 
 def test_stagezoo_passes_the_rest_of_the_line_to_the_tool(capsys, monkeypatch):

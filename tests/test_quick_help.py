@@ -54,8 +54,8 @@ def test_help_names_the_models_model_arch_and_the_other_tools():
     assert ("model: faster_rcnn, gmflow, gmflow_refine, gmflow_unet, swiftnet, swin_unet, timm, "
             "torchvision") in lines
     assert "  model=torchvision model.arch=NAME, model=timm model.arch=NAME" in lines
-    assert ("Other tools (stagezoo TOOL --help, or python -m zoo.TOOL --help): split, compare, "
-            "collect, plot, calibrate, report, list.") in lines
+    assert ("Other tools (stagezoo TOOL --help, or python -m zoo.TOOL --help): calibrate, "
+            "collect, compare, list, plot, report, split.") in lines
 
 
 @pytest.mark.parametrize("args", [[tool, "--help"] for tool in TOOLS] + [["--version"]])

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import zoo
+from zoo.base import TASK_METRICS
 from profiling.runner.passes import profile_model
 
 #: models that need an ``arch`` option; their own tests cover them.
@@ -24,6 +25,7 @@ def test_model_declares_and_runs_its_stages_on_meta(name):
     torch.manual_seed(0)
     model = zoo.create_model(name).eval()
     assert model.stage_names, f"{name} declares no stages"
+    assert model.task in TASK_METRICS, f"{name} declares no task"
     size = _small_size(model)
     model = model.to("meta")
     inputs = model.example_inputs(1, size, generator=torch.Generator().manual_seed(0),

@@ -75,7 +75,7 @@ def test_a_broken_runtime_is_refused_by_the_app_before_the_model_is_built(
     from zoo.tools.job import run_profile
 
     _broken_package(tmp_path, monkeypatch, "onnxruntime")
-    monkeypatch.setattr("zoo.tools.job.prepare",
+    monkeypatch.setattr("zoo.tools.job_description.prepare",
                         lambda *a, **k: pytest.fail("the model was built"))
     cfg = compose_config(["model=swiftnet", "input.size=[32,32]", "run.runtime=onnxruntime"])
     with pytest.raises(MissingExtra, match=r"^run.runtime=onnxruntime needs onnxruntime, which "
@@ -399,7 +399,8 @@ def _logits(shape, seed: int = 0) -> torch.Tensor:
     ("torchvision", lambda logits: {"out": logits, "aux": logits * 2}),
 ])
 def test_an_int8_segmentation_reports_the_share_of_pixels_whose_label_holds(model_name, wrap):
-    """Before: segmentation runs got no task metric (classifiers and flow had one)."""
+    """Before: segmentation runs got no task metric (classifiers and flow had one). The metric
+    is the one the model's task declares (zoo.base.TASK_METRICS)."""
     from zoo.runtime import int8_metric
 
     logits = _logits((1, 3, 2, 4))
@@ -408,7 +409,7 @@ def test_an_int8_segmentation_reports_the_share_of_pixels_whose_label_holds(mode
     changed[0, :, 0, 2:] = torch.tensor([-5.0, 5.0, -5.0])[:, None]  # two pixels: label 1
     flipped = int((logits.argmax(1) != changed.argmax(1)).sum())
     outputs = [changed.numpy()] + ([changed.numpy() * 2] if model_name == "torchvision" else [])
-    metric = int8_metric(model_name, wrap(logits), outputs)
+    metric = int8_metric("pixel_agreement", wrap(logits), outputs)
     assert metric == {"pixel_agreement": pytest.approx(1 - flipped / 8)}
     assert 0 < flipped <= 4
 
@@ -420,11 +421,11 @@ def test_near_zero_logits_decide_no_label():
 
     logits = _logits((4, 10)) * 1e-15
     got = (logits + 5e-16 * _logits((4, 10), seed=1)).numpy()
-    assert int8_metric("torchvision", logits, [got]) == {"top1_agreement_decided": 0.0}
+    assert int8_metric("top1_agreement", logits, [got]) == {"top1_agreement_decided": 0.0}
     half = logits.clone()
     half[:2] = _logits((2, 10), seed=2)  # two samples of real logits, kept as they are
     got[:2] = half[:2].numpy()
-    assert int8_metric("torchvision", half, [got]) == {"top1_agreement_decided": 0.5,
+    assert int8_metric("top1_agreement", half, [got]) == {"top1_agreement_decided": 0.5,
                                                        "top1_agreement": 1.0}
 
 
@@ -432,5 +433,5 @@ def test_a_feature_map_that_is_no_segmentation_gets_no_pixel_metric():
     from zoo.runtime import int8_metric
 
     features = _logits((1, 8, 2, 2))
-    assert int8_metric("timm", features, [features.numpy()]) == {}
-    assert int8_metric("torchvision", (features,), [features.numpy()]) == {}
+    assert int8_metric("top1_agreement", features, [features.numpy()]) == {}
+    assert int8_metric(None, (features,), [features.numpy()]) == {}

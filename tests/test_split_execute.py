@@ -142,7 +142,7 @@ def test_model_identity_tells_models_and_weights_apart():
     import torch
 
     from zoo.tools.composition import checked_config
-    from zoo.tools.job import prepare
+    from zoo.tools.job_inputs import prepare
     from zoo.tools.serve import model_identity
 
     def identity(overrides):

@@ -7,7 +7,7 @@ import torch
 
 from profiling.runner import analyse_cuts
 from profiling.split import cut_table
-from zoo.tools.job import prepare
+from zoo.tools.job_inputs import prepare
 from zoo.tools.composition import compose_config
 
 

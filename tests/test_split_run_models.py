@@ -10,7 +10,7 @@ import torch
 from profiling.runner import analyse_cuts, run_head, run_tail
 from profiling.stages import call_model, iter_tensors
 from zoo.tools.composition import checked_config
-from zoo.tools.job import prepare
+from zoo.tools.job_inputs import prepare
 
 CASES = {
     "swiftnet": (["model=swiftnet", "input.size=[64,128]"], None),

@@ -7,7 +7,7 @@ import torch
 
 import zoo
 from profiling.runner.passes import profile_model
-from zoo.tools.job import prepare
+from zoo.tools.job_inputs import prepare
 from zoo.tools.composition import compose_config
 
 #: ResNet-18 at 64x64: a basic block of layer1 is two 3x3 convolutions, 64 -> 64, at 16x16.

@@ -208,7 +208,7 @@ def test_two_transformer_layers_make_gmflows_transformer_significantly_faster(tm
     ("run.max_time_s=-1", "run.max_time_s=-1 is not accepted; accepted: a finite number > 0"),
 ])
 def test_auto_repeat_options_are_typed(override, message):
-    from zoo.tools.job import run_repeats
+    from zoo.tools.job_description import run_repeats
     from zoo.tools.composition import check_composed, compose_config
     from zoo.errors import ConfigError
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cli_runner import run_main
-from zoo.tools import job as app
+from zoo.tools import job_runner
 from zoo.tools.profile import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +32,7 @@ def test_a_stop_signal_in_the_run_is_one_line_its_exit_status_and_no_folder(
         signal.raise_signal(number)  # the real signal, delivered to this process
         raise AssertionError("the signal did not stop the run")
 
-    monkeypatch.setattr(app, "profile_model", signalled)
+    monkeypatch.setattr(job_runner, "profile_model", signalled)
     run_dir = tmp_path / "out" / "run"
     outcome = run_main(main, ["model=swiftnet", "device=meta", "input.size=[64,64]",
                               "summary=false", f"hydra.run.dir={run_dir}"], capsys, monkeypatch)

@@ -16,7 +16,7 @@ import torchvision
 
 from profiling.stages.payload import iter_tensors
 from profiling.runner.passes import profile_model
-from zoo.tools.job import prepare
+from zoo.tools.job_inputs import prepare
 from zoo.tools.composition import compose_config
 
 #: Builders left out, with the reason; pytest -ra prints them as skips. The goal is empty, and
@@ -185,7 +185,7 @@ def test_detector_on_meta_keeps_the_assumed_counts():
 def test_meta_builds_put_every_parameter_on_meta_and_restore_torch():
     """A meta build allocates no weights, yet counts the parameters a CPU build has (4.3 M
     and 1.2 M, torchvision's figures); RegNet computes its widths from tensors while building."""
-    from zoo.tools.job import build_model
+    from zoo.tools.model_build import build_model
 
     register = torch.nn.Module.register_parameter
     for arch, parameters in (("regnet_y_400mf", 4_344_144), ("squeezenet1_1", 1_235_496)):

@@ -14,7 +14,7 @@ from cli_runner import run_main
 from profiling import reports
 from profiling.reports.html import report as report_page_module
 from zoo.tools import calibrate, collect, compare, report, split
-from zoo.tools import job
+from zoo.tools import job, job_inputs, model_build
 from zoo.tools.composition import compose_config
 from zoo.tools.profile import main
 
@@ -83,14 +83,14 @@ def test_the_output_folder_given_last_is_the_one_checked_before_the_work(tmp_pat
     monkeypatch.chdir(tmp_path)
     (tmp_path / "theirs").mkdir()
     (tmp_path / "theirs" / "notes.txt").write_text("keep")
-    started, real = [], job.create_model
-    monkeypatch.setattr(job, "create_model", lambda *a, **k: started.append(a))
+    started, real = [], model_build.create_model
+    monkeypatch.setattr(model_build, "create_model", lambda *a, **k: started.append(a))
     outcome = run_main(main, [*META, "model=swiftnet", f"hydra.run.dir={tmp_path / 'new'}",
                               f"hydra.run.dir={tmp_path / 'theirs'}", "run.overwrite=true"],
                        capsys, monkeypatch)
     assert outcome.code == 2 and "did not write" in outcome.line, outcome
     assert started == [] and (tmp_path / "theirs" / "notes.txt").read_text() == "keep"
-    monkeypatch.setattr(job, "create_model", real)
+    monkeypatch.setattr(model_build, "create_model", real)
     outcome = run_main(main, ["device=meta", "summary=false", "summary=true", "model=swiftnet",
                               "input.size=[32,32]", f"hydra.run.dir={tmp_path / 'run'}"],
                        capsys, monkeypatch)
@@ -193,14 +193,14 @@ def _break_layer(model: torch.nn.Module, path: str, error: Exception) -> None:
 def test_a_failure_inside_a_library_network_names_the_stage_and_the_input(
         overrides, path, stage, error, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("ZOO_LOG_DIR", str(tmp_path / "logs"))
-    original = job.build_model
+    original = job_inputs.build_model
 
     def broken(*args, **kwargs):
         model = original(*args, **kwargs)
         _break_layer(model, path, error)
         return model
 
-    monkeypatch.setattr(job, "build_model", broken)
+    monkeypatch.setattr(job_inputs, "build_model", broken)
     outcome = run_main(main, [*overrides, "device=cpu", "input.size=[32,48]", "summary=false",
                               "run.repeats=1", "run.warmup=0",
                               f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)

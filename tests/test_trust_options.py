@@ -11,7 +11,8 @@ from omegaconf import OmegaConf
 import zoo
 from cli_runner import run_main
 from zoo.tools import split
-from zoo.tools.job import build_model, run_profile
+from zoo.tools.job import run_profile
+from zoo.tools.model_build import build_model
 from zoo.tools.composition import CONFIG_DIR, check_overrides, compose_config
 from zoo.errors import ConfigError
 from zoo.options import NULL_DEFAULT_OPTIONS, Anything, checker_for_annotation, \
@@ -65,7 +66,7 @@ def test_targets_and_hydra_callables_are_not_options(override, expected):
 def test_a_target_from_an_experiment_or_a_python_config_is_refused_before_the_build(
         tmp_path, monkeypatch):
     built = []
-    monkeypatch.setattr(zoo.tools.job, "create_model", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(zoo.tools.model_build, "create_model", lambda *a, **k: built.append(a))
     cfg = compose_config(["model=torchvision", *META])
     OmegaConf.update(cfg, "model._target_", "builtins.print", force_add=True)
     with pytest.raises(ConfigError, match="model._target_=builtins.print"):
@@ -168,7 +169,7 @@ def _user_configs(folder: Path, files: dict[str, str]) -> str:
 def test_an_experiment_from_a_search_path_folder_is_checked_like_a_shipped_one(
         body, expected, tmp_path, capsys, monkeypatch):
     built = []
-    monkeypatch.setattr(zoo.tools.job, "create_model", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(zoo.tools.model_build, "create_model", lambda *a, **k: built.append(a))
     pwned = tmp_path / "pwned"
     search = _user_configs(tmp_path / "mine", {"experiment/mine.yaml": "# @package _global_\n"
                                                + body.format(code=_opener(pwned))})

@@ -24,7 +24,7 @@ from profiling.split import cut_table
 from profiling.statistics import repeat_table
 from profiling.stages.payload import iter_tensors
 from zoo.tools.composition import compose_config
-from zoo.tools.job import prepare
+from zoo.tools.job_inputs import prepare
 
 ALL = ["payload", "tensor_memory", "op_counts", "cpu_time"]
 

@@ -2,30 +2,33 @@
 behind one command.
 
 ``stagezoo profile model=gmflow`` is ``python -m zoo.profile model=gmflow``, and so on for each
-tool of :data:`TOOLS`; the tool gets the rest of the command line unchanged. Nothing is imported
-before a tool is chosen, so ``stagezoo --help`` answers at once.
+registered tool (``@register_tool`` in :mod:`zoo.tools.registry`); the tool gets the rest of the
+command line unchanged. The tools load neither torch nor Hydra when imported, so ``stagezoo
+--help`` answers at once.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 __all__ = ["TOOLS", "main", "usage", "version_line"]
 
-#: Each tool: (its module, what it does).
-TOOLS = {
-    "profile": ("zoo.profile", "profile a model stage by stage (Hydra overrides: model=NAME ...)"),
-    "split": ("zoo.split", "where to cut a forward between an edge device and a server"),
-    "serve": ("zoo.serve", "serve the tail of a split forward to a head (zoo.split --execute)"),
-    "compare": ("zoo.compare", "compare two runs stage by stage, with significance"),
-    "collect": ("zoo.collect", "gather runs into one table"),
-    "plot": ("zoo.plot", "PNG plots of a run or a split analysis"),
-    "calibrate": ("zoo.calibrate", "measure this machine's roofline ceilings"),
-    "report": ("zoo.report", "one self-contained HTML page of a run, a comparison or a sweep"),
-    "list": ("zoo.list", "the zoo's models and the torchvision and timm architectures"),
-}
+
+def _tools() -> dict[str, tuple[str, str]]:
+    """Each registered tool (:func:`zoo.tools.registry.registered_tools`): its module and
+    what it does, by name."""
+    from .tools.registry import registered_tools
+
+    return {tool.name: (tool.module, tool.summary) for tool in registered_tools().values()}
+
+
+def __getattr__(name: str) -> Any:
+    """``TOOLS``: :func:`_tools`, read when first asked for."""
+    if name == "TOOLS":
+        return _tools()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: The distributions whose versions ``--version`` names beside the package's own.
 _VERSIONED = ("torch", "torchvision", "timm")
@@ -50,17 +53,19 @@ def version_line() -> str:
 
 def usage(program: str = "stagezoo") -> str:
     """The command's help: its tools, one line each."""
-    width = max(map(len, TOOLS))
+    tools = _tools()
+    width = max(map(len, tools))
     lines = [f"usage: {program} TOOL [ARGS...]   ({program} TOOL --help for a tool's options)",
              f"       {program} --version", "", "tools:"]
-    lines += [f"  {name:<{width}}  {what}" for name, (_, what) in TOOLS.items()]
+    lines += [f"  {name:<{width}}  {what}" for name, (_, what) in tools.items()]
     lines += ["", f"Example: {program} profile model=gmflow device=meta input.size=[128,192]",
               "Each tool also runs as python -m zoo.TOOL."]
     return "\n".join(lines)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> None:
-    """Run the tool named by the first argument with the others (exit 2 for an unknown one)."""
+def main(argv: Optional[Sequence[str]] = None) -> Any:
+    """Run the tool named by the first argument with the others (exit 2 for an unknown one),
+    and return what its ``main`` returns."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     program = "stagezoo"
     if arguments[:1] in (["-h"], ["--help"], ["help"]):
@@ -70,13 +75,16 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print(version_line())
         sys.exit(0)
     tool, rest = (arguments[0], arguments[1:]) if arguments else ("", [])
-    if tool not in TOOLS:
+    tools = _tools()
+    if tool not in tools:
         problem = f"unknown tool '{tool}'" if tool else "no tool given"
-        print(f"error: {problem}; choose one of: {', '.join(TOOLS)} (see {program} --help)",
+        print(f"error: {problem}; choose one of: {', '.join(tools)} (see {program} --help)",
               file=sys.stderr)
         sys.exit(2)
+    from .tools.registry import registered_tools
+
     sys.argv = [f"{program} {tool}", *rest]
-    importlib.import_module(TOOLS[tool][0]).main()
+    return registered_tools()[tool].main()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,15 @@ from torch import nn
 from .errors import ConfigError
 from .inputs import arrange_frames, frames_per_item
 
-__all__ = ["ZooModel", "random_images", "sum_input_channels"]
+__all__ = ["ZooModel", "TASK_METRICS", "random_images", "sum_input_channels"]
+
+#: What each task's output is judged by when an int8 runtime's output is set against the
+#: float32 one (:func:`zoo.runtime.int8_metric`): the share of samples whose top-1 class holds,
+#: the share of pixels whose label holds, the mean end-point error of the flow in pixels; a
+#: detector's boxes have no cheap metric (``None``).
+TASK_METRICS: dict[str, Optional[str]] = {"classification": "top1_agreement",
+                                          "segmentation": "pixel_agreement",
+                                          "flow": "end_point_error_px", "detection": None}
 
 
 def random_images(batch: int, channels: int, size: Sequence[int], *, generator: torch.Generator,
@@ -57,6 +65,15 @@ class ZooModel(nn.Module):
     #: module path of the first convolution, whose checkpoint weight is adapted to
     #: :attr:`in_channels` on loading (``None``: no adaptation).
     first_conv: Optional[str] = None
+    #: what the model's output is, one of :data:`TASK_METRICS` (``None``: undeclared, judged
+    #: by no task metric).
+    task: Optional[str] = None
+
+    @property
+    def int8_task_metric(self) -> Optional[str]:
+        """The metric of :data:`TASK_METRICS` by which the int8 runtime's output is judged
+        against the float32 one, as the model's :attr:`task` declares it."""
+        return TASK_METRICS.get(self.task) if self.task is not None else None
 
     def example_inputs(self, batch: int, size: Sequence[int], *,
                        generator: Optional[torch.Generator] = None, device: Any = "cpu",

@@ -61,10 +61,6 @@ def check_runtime(deployment: Any, device: torch.device) -> None:
         default_provider(device.type)
 
 
-#: The zoo's models whose output is per-pixel class logits.
-_SEGMENTATION = ("swiftnet", "swin_unet")
-
-
 def _label_agreement(name: str, reference: Any, got: Any) -> dict[str, float]:
     """``{name: share}`` of the positions (samples, pixels) whose label (argmax over axis 1)
     is the same in ``got`` as in ``reference``, over the positions the reference decides:
@@ -87,12 +83,14 @@ def _label_agreement(name: str, reference: Any, got: Any) -> dict[str, float]:
     return figures
 
 
-def int8_metric(model_name: str, reference: Any, outputs: Sequence[Any]) -> dict[str, float]:
-    """One cheap task metric between the float32 output and the int8 runtime's: top-1
-    agreement for a classifier's logits ``[B, classes]``, pixel agreement of the labels for a
-    segmentation's logits ``[B, classes, H, W]`` (the zoo's segmentation models, torchvision's
-    whose output is ``{"out": ...}``), end-point error for a flow ``[B, 2, H, W]`` (the last
-    one the model returns)."""
+def int8_metric(metric: Optional[str], reference: Any, outputs: Sequence[Any]
+                ) -> dict[str, float]:
+    """The task metric the model declares (:attr:`zoo.base.ZooModel.int8_task_metric`)
+    between the float32 output and the int8 runtime's: ``top1_agreement`` for a classifier's
+    logits ``[B, classes]``, ``pixel_agreement`` of the labels for a segmentation's logits
+    ``[B, classes, H, W]`` (the first output: torchvision's ``{"out": ...}``),
+    ``end_point_error_px`` for a flow ``[B, 2, H, W]`` (the last one the model returns);
+    ``{}`` for none, or for outputs not of that form."""
     import numpy as np
     from torch.utils._pytree import tree_flatten
 
@@ -101,16 +99,15 @@ def int8_metric(model_name: str, reference: Any, outputs: Sequence[Any]) -> dict
     if not expected or not outputs:
         return {}
     first, got = expected[0], np.asarray(outputs[0], dtype=np.float32)
-    if first.ndim == 2 and got.shape == first.shape and model_name in ("torchvision", "timm"):
-        return _label_agreement("top1_agreement", first, got)
-    segments = model_name in _SEGMENTATION or (
-        model_name == "torchvision" and isinstance(reference, dict) and "out" in reference)
-    if segments and first.ndim == 4 and first.shape[1] >= 2 and got.shape == first.shape:
-        return _label_agreement("pixel_agreement", first, got)
+    if metric == "top1_agreement" and first.ndim == 2 and got.shape == first.shape:
+        return _label_agreement(metric, first, got)
+    if metric == "pixel_agreement" and first.ndim == 4 and first.shape[1] >= 2 and \
+            got.shape == first.shape:
+        return _label_agreement(metric, first, got)
     last, got = expected[-1], np.asarray(outputs[len(expected) - 1], dtype=np.float32)
-    if model_name.startswith("gmflow") and last.ndim == 4 and last.shape[1] == 2 and \
+    if metric == "end_point_error_px" and last.ndim == 4 and last.shape[1] == 2 and \
             got.shape == last.shape:
-        return {"end_point_error_px": float(np.sqrt(((last - got) ** 2).sum(1)).mean())}
+        return {metric: float(np.sqrt(((last - got) ** 2).sum(1)).mean())}
     return {}
 
 
@@ -262,7 +259,7 @@ def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,
     if deployment.dtype == "int8":
         images = cfg.input.get("images")
         info["calibration"] = "input.images" if images else "the run's own seeded inputs"
-        info["int8_output"].update(int8_metric(str(cfg.model.name), profiled.result.output,
-                                               profiled.outputs))
+        info["int8_output"].update(int8_metric(getattr(model, "int8_task_metric", None),
+                                               profiled.result.output, profiled.outputs))
     notes += _output_notes(info, deployment.dtype, not cfg.model.get("checkpoint"))
     return profiled, notes, files

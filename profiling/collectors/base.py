@@ -42,6 +42,10 @@ class Collector:
         metrics: the metrics this collector writes into ``StageCall.metrics``, declared as
             :class:`~profiling.collectors.Metric` (name, unit, kind, how calls and repeats add
             up): the reports show a declared metric without code of their own.
+        provides: what :class:`~profiling.runner.ProfileResult` reads from the collector
+            beside its metrics, by the name of the attribute that holds it (the op counter's
+            ``uncounted`` operators, each module's ``total_seconds``): the result finds the
+            collector that declares it, never a collector by its name.
     """
 
     name: str = "collector"
@@ -50,6 +54,12 @@ class Collector:
     nesting_rank: int = 0
     devices: tuple[str, ...] = ("cpu", "cuda", "meta")
     metrics: tuple[str, ...] = ()
+    provides: tuple[str, ...] = ()
+
+    def forward_totals(self) -> dict[str, Any]:
+        """The whole last forward's value of each declared metric that the collector totals
+        (inside and outside stages); ``{}`` for a collector that totals none."""
+        return {}
 
     def bind(self, model: Any, inputs: Any) -> None:
         """Called once by the runner with the model and its inputs, before any forward; a

@@ -37,6 +37,7 @@ class ModuleTime(Collector):
 
     name = "module_time"
     pass_name = "layers"
+    provides = ("last_call_seconds", "total_seconds")
     devices = ("cpu", "cuda")
 
     def __init__(self) -> None:

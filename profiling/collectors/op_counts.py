@@ -40,6 +40,7 @@ class OpCounts(Collector):
 
     name = "op_counts"
     pass_name = "counting"
+    provides = ("uncounted", "modules")
     metrics = (Metric("macs", unit="multiply-accumulates", kind="count",
                       description="multiply-accumulates of convolutions, linear layers, "
                       "matmuls and attention, bias excluded"),
@@ -111,6 +112,10 @@ class OpCounts(Collector):
     def total(self) -> Counts:
         """Counts of the whole last forward."""
         return self._last.total if self._last is not None else Counts()
+
+    def forward_totals(self) -> dict[str, int]:
+        """:attr:`total` by metric name."""
+        return self.total.as_dict()
 
     @property
     def by_op(self) -> dict[str, Counts]:

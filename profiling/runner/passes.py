@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from time import perf_counter_ns
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 import torch
@@ -76,8 +76,7 @@ class ProfileResult:
     def totals(self) -> Optional[dict[str, int]]:
         """The whole forward's counts (``macs``, ``flops``, ``bytes_read``, ...), or ``None``
         when operations were not counted."""
-        counter = self.collectors.get("op_counts")
-        return counter.total.as_dict() if counter is not None else None
+        return forward_totals(self.collectors.values())
 
     @property
     def coverage(self) -> dict[str, float]:
@@ -89,23 +88,36 @@ class ProfileResult:
     @property
     def uncounted(self) -> dict[str, int]:
         """Calls per operator that ran but has no count formula (empty when not counted)."""
-        counter = self.collectors.get("op_counts")
-        return dict(counter.uncounted) if counter is not None else {}
+        return dict(self._provided("uncounted") or {})
 
     @property
     def module_counts(self) -> Optional[dict[str, Any]]:
         """Per-module count records by module path (for the layer and module tables), or
         ``None`` when operations were not counted."""
-        counter = self.collectors.get("op_counts")
-        return counter.modules if counter is not None else None
+        return self._provided("modules")
 
     @property
     def module_seconds(self) -> tuple[Optional[dict[str, float]], Optional[dict[str, float]]]:
         """Each module's last-call and total time in seconds (``module_time``), or
         ``(None, None)``."""
-        timer = self.collectors.get("module_time")
-        return (timer.last_call_seconds, timer.total_seconds) if timer is not None else (None,
-                                                                                         None)
+        return self._provided("last_call_seconds"), self._provided("total_seconds")
+
+    def _provided(self, field: str) -> Any:
+        """What the run's collector that declares ``field`` (``Collector.provides``) holds
+        under that name, or ``None`` when no collector of the run provides it."""
+        return next((getattr(collector, field) for collector in self.collectors.values()
+                     if field in collector.provides), None)
+
+
+def forward_totals(collectors: Iterable[Collector]) -> Optional[dict[str, Any]]:
+    """The whole forward's value of each metric that ``collectors`` declare and total
+    (``Collector.forward_totals``), in declaration order; ``None`` when none totals any."""
+    totals: dict[str, Any] = {}
+    for collector in collectors:
+        values = collector.forward_totals()
+        totals.update({metric.name: values[metric.name]
+                       for metric in declared_metrics([collector]) if metric.name in values})
+    return totals or None
 
 
 def _passes(collectors: Sequence[Union[str, Collector]]
@@ -316,10 +328,7 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
     record_payload = "payload" in collectors
     untimed, timing = _passes(collectors)
     used = [c for _, group in untimed for c in group] + timing
-    device_type = device_type_of(model, inputs)
-    check_collector_devices(used, device_type)
-    for collector in used:
-        collector.bind(model, inputs)
+    device_type = _bound(used, model, inputs)
     forward_ms: list[float] = []
     noise: dict[str, Any] = {}
     timed_forwards: list[list[StageCall]] = []
@@ -335,11 +344,6 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
                     device_type, output, calls, events, warmup, repeats, clock, progress)
     finally:
         state.restore()
-    notes = ["the model changes its inputs in place; every pass was given the original "
-             "values"] if fresh.mutated else []
-    if state.changed_parameters:
-        notes.append("the model changes its parameters in place; the profile could not put "
-                     "them back, and each pass saw the previous pass's")
     timers = [metric for collector in timing for metric in collector.metrics]
     timed_forwards = [with_other_calls(forward, {metric: ms for metric in timers})
                       for forward, ms in zip(timed_forwards, forward_ms)]
@@ -347,13 +351,33 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
     return ProfileResult(
         calls=calls, events=events, timed=timed_forwards, forward_ms=forward_ms,
         stages=_stage_table(calls, timed_forwards, collectors_used), output=output,
-        collectors=collectors_used, notes=notes, noise=noise)
+        collectors=collectors_used, notes=_run_notes(fresh, state), noise=noise)
+
+
+def _bound(collectors: Sequence[Collector], model: Any, inputs: Any) -> str:
+    """The device type of the run, once every collector is checked to measure on it and
+    bound to the model and its inputs."""
+    device_type = device_type_of(model, inputs)
+    check_collector_devices(collectors, device_type)
+    for collector in collectors:
+        collector.bind(model, inputs)
+    return device_type
+
+
+def _run_notes(fresh: FreshInputs, state: ModelState) -> list[str]:
+    """What the run had to do that the user should know: inputs or parameters that the
+    model changed in place."""
+    notes = ["the model changes its inputs in place; every pass was given the original "
+             "values"] if fresh.mutated else []
+    if state.changed_parameters:
+        notes.append("the model changes its parameters in place; the profile could not put "
+                     "them back, and each pass saw the previous pass's")
+    return notes
 
 
 def _stage_table(calls: Sequence[StageCall], timed: Sequence[Sequence[StageCall]],
                  collectors: Mapping[str, Collector]) -> pd.DataFrame:
-    counter = collectors.get("op_counts")
-    reference = with_other_calls(calls, counter.total.as_dict() if counter is not None else {})
+    reference = with_other_calls(calls, forward_totals(collectors.values()) or {})
     return aggregate_stages(reference, timed)
 
 

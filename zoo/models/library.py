@@ -94,8 +94,9 @@ def as_zoo_model(model: nn.Module, *, in_channels: int, default_input_size: Sequ
                  size_rule: Optional[tuple[int, int]] = None) -> ZooModel:
     """Give the library ``model`` the zoo's calling convention, in place, and return it.
 
-    ``inputs`` sets what the forward takes: ``input_kind``, ``input_mean``, ``input_std``,
-    ``default_frames`` (see :class:`~zoo.base.ZooModel`). ``mixins`` come before the library's
+    ``inputs`` sets what the forward takes and what the model is: ``input_kind``,
+    ``input_mean``, ``input_std``, ``default_frames``, ``task`` (see
+    :class:`~zoo.base.ZooModel`). ``mixins`` come before the library's
     class (:class:`~zoo.models.detection_meta.MetaSafeDetector` for detectors). ``size_rule``:
     ``(multiple, minimum)`` of each input side, for models that take only such sizes.
     """
@@ -213,6 +214,10 @@ def _torchvision_size(weights: Any) -> tuple[int, int]:
 
 #: torchvision's package of a builder -> the input kind of its models.
 _TORCHVISION_KINDS = {"detection": "image_list", "optical_flow": "image_pair", "video": "clip"}
+#: torchvision's package of a builder -> the task of its models (the others classify: images,
+#: clips, quantised images).
+_TORCHVISION_TASKS = {"detection": "detection", "segmentation": "segmentation",
+                      "optical_flow": "flow"}
 #: RAFT's preset maps [0, 1] images to [-1, 1]: a mean and std of 0.5.
 _HALF = (0.5, 0.5, 0.5)
 
@@ -224,15 +229,18 @@ def _package(builder: Callable[..., nn.Module]) -> str:
 
 
 def _torchvision_inputs(builder: Callable[..., nn.Module], weights: Any) -> dict[str, Any]:
-    """Input kind, normalisation and clip length of a torchvision model, from the package of
-    its builder and the preset transform and documentation of its default weights."""
+    """Input kind, normalisation, clip length and task of a torchvision model, from the
+    package of its builder (its architecture family) and the preset transform and
+    documentation of its default weights."""
     kind = _TORCHVISION_KINDS.get(_package(builder), "image")
     preset = weights.transforms() if weights is not None else None
     mean, std = getattr(preset, "mean", None), getattr(preset, "std", None)
     if kind == "image_pair":
         mean, std = _HALF, _HALF
     inputs: dict[str, Any] = {"input_kind": kind, "input_mean": _floats(mean),
-                              "input_std": _floats(std)}
+                              "input_std": _floats(std),
+                              "task": _TORCHVISION_TASKS.get(_package(builder),
+                                                             "classification")}
     if kind == "clip":
         docs = weights.meta.get("_docs", "") if weights is not None else ""
         match = re.search(r"clip_len=(\d+)", docs)
@@ -277,6 +285,7 @@ def timm_model(*, arch: str = "resnet50", num_classes: Optional[int] = None,
     first_conv = config.get("first_conv") or _first_conv_path(model)
     if isinstance(first_conv, (list, tuple)):
         first_conv = first_conv[0]
-    inputs = {"input_mean": _floats(config.get("mean")), "input_std": _floats(config.get("std"))}
+    inputs = {"input_mean": _floats(config.get("mean")), "input_std": _floats(config.get("std")),
+              "task": "classification"}  # timm's architectures are image classifiers
     return as_zoo_model(model, in_channels=in_channels, default_input_size=size,
                         first_conv=first_conv, exact_size=exact, inputs=inputs)

@@ -47,6 +47,7 @@ class SwinUNet(ZooModel):
     stage_names = ("encoder", "patch_embed", "stage1", "stage2", "stage3", "stage4", "decoder",
                    "conv_more", "block1", "block2", "block3", "block4", "head")
     default_input_size = (224, 224)
+    task = "segmentation"
 
     def __init__(self, variant: str = "swin_tiny_patch4_window7_224", in_channels: int = 3,
                  num_classes: int = 9, *, decoder_channels: Sequence[int] = (256, 128, 64, 16),

@@ -20,10 +20,11 @@ import pandas as pd
 
 from profiling.files import check_replaceable, check_writable, holds_files, write_folder
 from profiling.reports import RunRecord, compare_paired_runs
-from profiling.runner import with_more_repeats
 from profiling.statistics import AB_MIN_CHANGE, AB_ROUNDS, machine_state, noise_report
 
-from .job import ProfileJob, prepare_job, write_job
+from .job_description import ProfileJob, prepare_job
+from .job_runner import JobResult, run_job, with_more_rounds
+from .job_writer import write_job
 from .composition import checked_config
 from ..errors import ConfigError
 from .progress import ForwardProgress
@@ -103,28 +104,29 @@ def run_ab(overrides: Sequence[str], out: Optional[Path] = None, *, rounds: int 
                               f"A/B comparison times forwards: use device=cpu or device=cuda")
     timers = [[c for c in job.collectors if c in _TIMERS] for job in jobs]
     with ForwardProgress("A/B") as progress:
-        firsts = [job.profile(repeats=1) for job in jobs]
+        firsts = [run_job(job, repeats=1) for job in jobs]
         before = machine_state()
         more: list[list] = [[], []]
         for index in range(1, rounds):
             for side in ((1, 0) if index % 2 else (0, 1)):
-                more[side].append(jobs[side].profile(collectors=timers[side], warmup=0,
-                                                     repeats=1))
+                more[side].append(run_job(jobs[side], collectors=timers[side], warmup=0,
+                                          repeats=1, trace=False))
             progress("rounds", index + 1, rounds)
         after = machine_state()
     results = []
     for first, extra in zip(firsts, more):
-        forward_ms = [*first.forward_ms, *(ms for e in extra for ms in e.forward_ms)]
-        results.append(with_more_repeats(first, extra, noise_report(before, after, forward_ms)))
+        forward_ms = [*first.profile.forward_ms,
+                      *(ms for e in extra for ms in e.profile.forward_ms)]
+        results.append(with_more_rounds(first, extra, noise_report(before, after, forward_ms)))
     return _write(jobs, results, out, overwrite, min_change)
 
 
-def _write(jobs: Sequence[ProfileJob], results: Sequence, out: Path, overwrite: bool,
+def _write(jobs: Sequence[ProfileJob], results: Sequence[JobResult], out: Path, overwrite: bool,
            min_change: float) -> tuple[pd.DataFrame, RunRecord, RunRecord, Path]:
     out.absolute().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".ab-", dir=out.absolute().parent) as staging:
         folders = [Path(staging) / side for side in "ab"]
-        records = [write_job(job, result, folder, print_summary=False).record
+        records = [write_job(job, result, folder).record
                    for job, result, folder in zip(jobs, results, folders)]
         table = compare_paired_runs(*records, min_change=min_change)
         files = {f"{folder.name}/{path.relative_to(folder)}": path.read_bytes()

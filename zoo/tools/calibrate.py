@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 from profiling.files import check_output_file
 
 from .cli import ArgumentParser, run_tool
+from .registry import register_tool
 from ..errors import ConfigError
 from ..options import Choice, Integer, ListOf, Nullable, Number, as_checker, check_value
 
@@ -198,6 +199,7 @@ def _main(argv: Optional[Sequence[str]]) -> Ceilings:
     return result
 
 
+@register_tool("calibrate", "measure this machine's roofline ceilings")
 def main(argv: Optional[Sequence[str]] = None) -> Ceilings:
     """Command-line entry point; prints the ceilings and writes them when asked."""
     return run_tool("zoo.calibrate", lambda: _main(argv))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from profiling.files import check_output_file
 
 from .cli import ArgumentParser, run_tool
+from .registry import register_tool
 from .resolvers import run_stamp
 from ..errors import ConfigError
 
@@ -84,6 +85,7 @@ def _main(argv: Optional[Sequence[str]]) -> None:
     print(f"{len(runs)} runs ({failed} failed), {len(table)} rows: {path}")
 
 
+@register_tool("collect", "gather runs into one table")
 def main(argv: Optional[Sequence[str]] = None) -> None:
     """Entry point of ``python -m zoo.collect``."""
     run_tool("zoo.collect", lambda: _main(argv))

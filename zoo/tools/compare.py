@@ -24,6 +24,7 @@ from profiling.files import check_output_file
 from profiling.statistics import AB_MIN_CHANGE, AB_ROUNDS, MIN_CHANGE
 
 from .cli import ArgumentParser, run_tool
+from .registry import register_tool
 from ..errors import ConfigError
 
 __all__ = ["main"]
@@ -110,6 +111,7 @@ def _main(argv: Optional[Sequence[str]]) -> None:
         print(f"  {item.resolve()}{'/' if item.is_dir() else ''}")
 
 
+@register_tool("compare", "compare two runs stage by stage, with significance")
 def main(argv: Optional[Sequence[str]] = None) -> None:
     """Entry point of ``python -m zoo.compare``."""
     run_tool("zoo.compare", lambda: _main(argv))

@@ -14,6 +14,7 @@ import textwrap
 from typing import Optional, Sequence
 
 from .cli import ArgumentParser, run_tool
+from .registry import register_tool
 
 __all__ = ["main", "zoo_models", "torchvision_families", "timm_families", "format_listing"]
 
@@ -95,6 +96,7 @@ def _main(argv: Optional[Sequence[str]]) -> None:
     print(format_listing(parser.parse_args(argv).pattern))
 
 
+@register_tool("list", "the zoo's models and the torchvision and timm architectures")
 def main(argv: Optional[Sequence[str]] = None) -> None:
     """Entry point of ``python -m zoo.list``."""
     run_tool("zoo.list", lambda: _main(argv))

@@ -19,6 +19,7 @@ from profiling import ProfilingError, require_extra
 from profiling.files import read_table, write_files
 
 from .cli import ArgumentParser, run_tool
+from .registry import register_tool
 
 __all__ = ["main", "plot_directory"]
 
@@ -69,6 +70,7 @@ def _main(argv: Optional[Sequence[str]]) -> None:
         print(path)
 
 
+@register_tool("plot", "PNG plots of a run or a split analysis")
 def main(argv: Optional[Sequence[str]] = None) -> None:
     """Entry point of ``python -m zoo.plot``."""
     run_tool("zoo.plot", lambda: _main(argv))

@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
 from profiling import require_extra
 
-from .cli import exit_with, fail, raise_if_interrupted, run_tool
+from .cli import called_as, exit_with, fail, raise_if_interrupted, run_tool
+from .registry import register_tool
 from .composition import CONFIG_DIR, checked_configs, config_key, hydra_value
 from ..errors import ConfigError
 from .resolvers import register_resolvers
@@ -187,13 +189,51 @@ def _echo_options(arguments: Sequence[str], given) -> None:
     print(options_line(_values(arguments), given=given), flush=True)
 
 
+#: Hydra's flags that take no value (``--info`` takes an optional one), and those that take
+#: one, as the next argument or after ``=``.
+_HYDRA_FLAGS = ("--help", "-h", "--hydra-help", "--version", "--resolve", "--run", "-r",
+                "--multirun", "-m", "--shell-completion", "-sc", "--info", "-i")
+_HYDRA_VALUED = ("--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name",
+                 "-cn", "--config-dir", "-cd", "--experimental-rerun")
+
+
+def _check_flags(arguments: Sequence[str]) -> None:
+    """Refuse, in one line, an option that is neither an override nor Hydra's (Hydra's own
+    parser would print its usage block)."""
+    following_value = False
+    for argument in arguments:
+        if following_value:
+            following_value = False
+            continue
+        flag, equals, _ = argument.partition("=")
+        if not argument.startswith("-") or flag in _HYDRA_FLAGS:
+            continue
+        if flag not in _HYDRA_VALUED:
+            raise ConfigError(f"unrecognized option {argument}; accepted: KEY=VALUE overrides "
+                              f"and Hydra's flags (see {called_as('python -m zoo.profile')} "
+                              f"--help)")
+        following_value = not equals
+
+
+#: The file in which the sweep's callback leaves the outcome for this tool.
+_OUTCOME_FILE = "outcome.json"
+
+
+def _outcome_override(arguments: Sequence[str], folder: Path) -> list[str]:
+    """For a sweep, the override that has its summary callback write the outcome into
+    ``folder`` (:func:`~zoo.tools.sweep_summary.read_outcome` reads it after the sweep)."""
+    if not any(a in ("-m", "--multirun") for a in arguments):
+        return []
+    return [f"++hydra.callbacks.sweep_summary.outcome_file='{folder / _OUTCOME_FILE}'"]
+
+
 def _main() -> None:
     import hydra
 
-    from . import sweep_summary
+    from .sweep_summary import read_outcome
 
     arguments = sys.argv[1:]
-    sweep_summary.last_sweep = None  # an earlier sweep of this process is not this run's
+    _check_flags(arguments)
     checked: frozenset = frozenset()
     staged = None
     new_folder = None
@@ -208,7 +248,8 @@ def _main() -> None:
 
     GlobalHydra.instance().clear()  # a config composed before (the checks, a test) is done
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra's own failures reach run_tool: one line
-    sys.argv[1:] = _staged(arguments, staged)
+    outcome_folder = Path(tempfile.mkdtemp(prefix="stagezoo-sweep-"))
+    sys.argv[1:] = [*_staged(arguments, staged), *_outcome_override(arguments, outcome_folder)]
     try:
         hydra.main(version_base="1.3", config_path=str(CONFIG_DIR),
                    config_name="profile")(lambda cfg: _job(cfg, checked))()
@@ -219,17 +260,19 @@ def _main() -> None:
         raise
     finally:
         sys.argv[1:] = arguments
+        outcome = read_outcome(outcome_folder / _OUTCOME_FILE)
+        shutil.rmtree(outcome_folder, ignore_errors=True)
     if staged is not None:
         from profiling.files import replace_folder
 
         replace_folder(staged[1], staged[0])
         print(f"sweep folder: {staged[0]} (the old sweep replaced)")
-    outcome = sweep_summary.last_sweep
     if outcome is not None and outcome.failed:
         fail(f"{outcome.failed} of {outcome.runs} runs failed; their errors are in "
              f"{outcome.summary}", code=1)
 
 
+@register_tool("profile", "profile a model stage by stage (Hydra overrides: model=NAME ...)")
 def main() -> None:
     """Entry point of ``python -m zoo.profile``."""
     register_resolvers()

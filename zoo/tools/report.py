@@ -16,21 +16,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
-from profiling import ProfilingError, require_extra
+from profiling import ProfilingError
 from profiling.statistics import MIN_CHANGE
 
 from .cli import ArgumentParser, run_tool
+from .registry import register_tool
 from .composition import compose_config
+from .extras import check_report_support
 
 if TYPE_CHECKING:
     from profiling.reports import RunRecord
 
-__all__ = ["main", "model_defaults", "check_report_support"]
-
-
-def check_report_support() -> None:
-    """Refuse, in one line, a report when plotly (the ``report`` extra) is not installed."""
-    require_extra("plotly", "report", "the HTML report (zoo.report, report=true)")
+__all__ = ["main", "model_defaults"]
 
 
 def model_defaults(record: RunRecord) -> Optional[Mapping[str, Any]]:
@@ -88,6 +85,7 @@ def _main(argv: Optional[Sequence[str]]) -> None:
     print(f"report: {path.resolve()}")
 
 
+@register_tool("report", "one self-contained HTML page of a run, a comparison or a sweep")
 def main(argv: Optional[Sequence[str]] = None) -> None:
     """Entry point of ``python -m zoo.report``."""
     run_tool("zoo.report", lambda: _main(argv))

@@ -32,9 +32,9 @@ def model_label(name: Any, arch: Any = None) -> str:
 
 def other_tools() -> str:
     """The command-line tools besides ``profile``, for ``--help``: ``split, compare, ...``."""
-    from ..__main__ import TOOLS
+    from .registry import registered_tools
 
-    return ", ".join(name for name in TOOLS if name != "profile")
+    return ", ".join(name for name in registered_tools() if name != "profile")
 
 
 def profile_program() -> str:

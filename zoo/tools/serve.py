@@ -23,6 +23,7 @@ import os
 from typing import Any, Optional, Sequence
 
 from .cli import ArgumentParser, run_tool
+from .registry import register_tool
 from ..errors import ConfigError
 
 __all__ = ["main", "model_identity", "serve"]
@@ -87,7 +88,8 @@ def serve(cfg: Any, host: str, port: int, *, token: Optional[str] = None,
     from profiling.split import SplitServer
     from profiling.stages import call_model, iter_tensors
 
-    from .job import prepare, resolve_device
+    from .device import resolve_device
+    from .job_inputs import prepare
 
     device = resolve_device(cfg.device)
     model, inputs, attach, _ = prepare(cfg, device)
@@ -118,6 +120,7 @@ def _run(argv: Optional[Sequence[str]]) -> None:
           max_body=int(args.max_mb * 1e6), timeout=args.timeout)
 
 
+@register_tool("serve", "serve the tail of a split forward to a head (zoo.split --execute)")
 def main(argv: Optional[Sequence[str]] = None) -> None:
     """Entry point of ``python -m zoo.serve``."""
     run_tool("zoo.serve", lambda: _run(argv))

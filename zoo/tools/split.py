@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from .cli import ArgumentParser, run_tool
+from .registry import register_tool
 from .composition import checked_config
 from ..errors import ConfigError
 from .resolvers import model_label, run_stamp
@@ -179,6 +180,7 @@ def _run(argv: Optional[Sequence[str]]) -> None:
     print(f"split analysis: {Path(out).resolve()}")
 
 
+@register_tool("split", "where to cut a forward between an edge device and a server")
 def main(argv: Optional[Sequence[str]] = None) -> None:
     """Entry point of ``python -m zoo.split``."""
     run_tool("zoo.split", lambda: _run(argv))

@@ -15,7 +15,7 @@ from profiling.runner import analyse_cuts
 from profiling.split import best_cuts, cut_table, encodings_of, split_latency
 from profiling.stages import call_model, int8_view, iter_tensors
 
-from .job import prepare
+from .job_inputs import prepare
 
 __all__ = ["analyse", "cut_lines", "best_lines", "cut_names"]
 

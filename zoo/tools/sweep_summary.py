@@ -10,12 +10,15 @@ Registered in ``configs/profile.yaml`` under ``hydra.callbacks``. In a multirun:
   :func:`profiling.reports.collect_runs`);
 - a progress bar counts the finished jobs when stderr is a terminal.
 
-:data:`last_sweep` keeps the outcome, so ``python -m zoo.profile -m`` can exit non-zero when a
-job failed.
+With ``outcome_file``, the outcome (the summary's path, the runs, the failed ones) is written
+there as JSON, so that ``python -m zoo.profile -m``, which gives that file, can exit non-zero
+when a job failed: the outcome goes from the callback to the tool through a file the tool
+owns, not through state of this module.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -28,7 +31,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 
-__all__ = ["SweepSummary", "SweepOutcome", "last_sweep", "summarise_sweep"]
+__all__ = ["SweepSummary", "SweepOutcome", "summarise_sweep", "read_outcome"]
 
 
 @dataclass
@@ -42,10 +45,6 @@ class SweepOutcome:
     table: Any = field(default=None, repr=False)
 
 
-#: The outcome of the last sweep that ended in this process, or ``None``.
-last_sweep: Optional[SweepOutcome] = None
-
-
 def summarise_sweep(sweep_dir: Path, file_name: str = "summary.csv") -> SweepOutcome:
     """Write the summary table of the runs below ``sweep_dir`` and return the outcome."""
     from profiling.reports import collect_runs, find_runs, write_table
@@ -55,6 +54,15 @@ def summarise_sweep(sweep_dir: Path, file_name: str = "summary.csv") -> SweepOut
     runs = table.drop_duplicates("run") if len(table) else table
     return SweepOutcome(path, len(runs), int((runs.get("status") == "failed").sum())
                         if len(runs) else 0, table)
+
+
+def read_outcome(path: Path) -> Optional[SweepOutcome]:
+    """The outcome a :class:`SweepSummary` wrote to ``path`` (without its table), or ``None``
+    when no sweep ended there."""
+    if not Path(path).is_file() or not Path(path).read_text():
+        return None
+    fields = json.loads(Path(path).read_text())
+    return SweepOutcome(Path(fields["summary"]), int(fields["runs"]), int(fields["failed"]))
 
 
 def _job_count(config: DictConfig) -> Optional[int]:
@@ -151,18 +159,20 @@ class SweepSummary(Callback):
     Args:
         file_name: the summary's name at the sweep root (``.csv`` or ``.parquet``).
         progress: show a progress bar over the jobs (only when stderr is a terminal).
+        outcome_file: where to write the outcome as JSON (:func:`read_outcome` reads it back);
+            ``None``: nowhere.
     """
 
-    def __init__(self, file_name: str = "summary.csv", progress: bool = True) -> None:
+    def __init__(self, file_name: str = "summary.csv", progress: bool = True,
+                 outcome_file: Optional[str] = None) -> None:
         self.file_name = file_name
         self.progress = progress
+        self.outcome_file = outcome_file
         self._bar: Optional[_SweepProgress] = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        global last_sweep
         from profiling.files import mark_folder
 
-        last_sweep = None
         mark_folder(config.hydra.sweep.dir)  # run.overwrite may replace this sweep later
         self._bar = _progress(config) if self.progress else None
 
@@ -185,16 +195,19 @@ class SweepSummary(Callback):
                                                                 f"{error}"}
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        global last_sweep
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-        last_sweep = summarise_sweep(Path(config.hydra.sweep.dir), self.file_name)
+        outcome = summarise_sweep(Path(config.hydra.sweep.dir), self.file_name)
         from .sweep_table import format_sweep_table
 
-        print("\n".join(format_sweep_table(last_sweep.table)))
-        failed = f", {last_sweep.failed} failed" if last_sweep.failed else ""
-        print(f"sweep summary: {last_sweep.summary.resolve()} ({last_sweep.runs} runs{failed})")
+        print("\n".join(format_sweep_table(outcome.table)))
+        failed = f", {outcome.failed} failed" if outcome.failed else ""
+        print(f"sweep summary: {outcome.summary.resolve()} ({outcome.runs} runs{failed})")
+        if self.outcome_file:
+            Path(self.outcome_file).write_text(json.dumps(
+                {"summary": str(outcome.summary), "runs": outcome.runs,
+                 "failed": outcome.failed}))
 
 
 def _resolved(task: dict) -> dict:

@@ -53,6 +53,7 @@ class StagedFasterRCNN(FasterRCNN, ZooModel):
     """
 
     default_input_size = (224, 224)
+    task = "detection"
     stage_names = (
         "get_original_images_sizes", "transform", "backbonefpn_body", "backbonefpn_fpn",
         "backbonefpn_fpn_inner_3", "backbonefpn_fpn_layer_3",

@@ -124,6 +124,7 @@ class GMFlow(ZooModel):
 
     stage_names = gmflow_stage_names((-1,))
     default_input_size = (384, 768)
+    task = "flow"
     input_scale = 255.0
     input_kind = "image_pair"
 

@@ -45,6 +45,7 @@ class SwiftNet(ZooModel):
     stage_names = ("encoder", "stem", "layer1", "layer2", "layer3", "layer4", "spp", "decoder",
                    "up1", "up2", "up3", "post")
     default_input_size = (1024, 2048)
+    task = "segmentation"
     input_scale = 255.0
     #: the encoder's total stride.
     output_stride = 32
