@@ -151,10 +151,27 @@ def test_options_that_differ_from_the_defaults_head_the_page(runs):
     defaults = {"model": {"name": "tiny", "width": 8}, "input": {"size": [16, 16], "batch": 1},
                 "run": {"repeats": 5, "dtype": "float32"}, "device": {"name": "cpu"}}
     page = report_page([runs["b"]], defaults=lambda r: defaults)
-    facts = dict(page.facts)
-    assert facts["options (not default)"] == "model.width=16, run.repeats=3"
-    assert facts["model"] == "tiny" and facts["dtype"] == "float32"
+    facts, strip = dict(page.facts), dict(page.strip)
+    assert facts["options (not default)"] == "model.width=16 run.repeats=3"
+    assert facts["model"] == "tiny" and strip["precision"] == "float32"
     assert record.meta["versions"]["torch"] == facts["torch"]
+    assert strip["parameters"] == f"{record.meta['parameters']:,}"
+    assert strip["input"] == "1\u00d73\u00d716\u00d716"  # what the first stage received
+
+
+def test_a_run_page_lists_the_recorded_options_and_report_true():
+    """meta.json's ``options`` (what differs from the defaults: no ``model=NAME`` that is the
+    default) are listed, and ``report=true``, which says how the page was made."""
+    from types import SimpleNamespace
+
+    from profiling.reports.html.header import option_changes
+
+    record = SimpleNamespace(meta={"options": ["model.stage_depth=2"]}, overrides={
+        "model": "faster_rcnn", "model.stage_depth": "2", "report": "true"},
+        config={"report": True})
+    assert option_changes(record) == ["model.stage_depth=2", "report=true"]
+    record.meta = {}
+    assert option_changes(record) == ["model=faster_rcnn", "model.stage_depth=2", "report=true"]
 
 
 def test_report_true_writes_the_page_with_the_run(tmp_path):
@@ -168,13 +185,13 @@ def test_report_true_writes_the_page_with_the_run(tmp_path):
     assert data["stages"][:3] == ["encoder#0", "stem#0", "layer1#0"]
 
 
-@pytest.mark.parametrize("given, shown", [([16, 24], "batch 2, size 16x24"),
+@pytest.mark.parametrize("given, shown", [([16, 24], "batch 2, size 16\u00d724"),
                                           (None, "batch 2, size the model default")])
 def test_the_header_says_the_input_size_or_that_it_is_the_default(given, shown):
     from profiling.reports.html.header import run_facts
 
     record = read_run_like({"input": {"size": given, "batch": 2}})
-    assert dict(run_facts(record))["input"] == shown
+    assert dict(run_facts(record))["input asked for"] == shown
 
 
 def read_run_like(config: dict):
@@ -198,3 +215,20 @@ def test_the_ratio_chart_gives_every_stage_call_a_labelled_row(runs):
     assert figure.layout.height == 120 + 22 * rows
     assert (figure.layout.margin.t, figure.layout.margin.b) == (30, 50)
     assert (figure.layout.yaxis.tickmode, figure.layout.yaxis.dtick) == ("linear", 1)
+
+
+@pytest.mark.parametrize("value, shown", [(3461.2, "3,461"), (1234567.8, "1,234,568"),
+                                          (7.1e-4, "0.000710"), (12.345, "12.3"),
+                                          (9.996, "10.0"), (0.5, "0.500"), (None, "-")])
+def test_pages_write_numbers_plainly(value, shown):
+    from profiling.reports.html.formatting import significant
+
+    assert significant(value) == shown
+
+
+def test_intervals_take_an_en_dash_and_large_changes_a_factor():
+    from profiling.reports.html.formatting import factor, span
+
+    assert span(3461, 3972) == "3,461\u20133,972" and span(None, 2) == "-"
+    assert (factor(12.34), factor(0.05), factor(1.125), factor(0.8)) == (
+        "12.3x", "1/20.0x", "+12.5%", "\u221220.0%")

@@ -338,6 +338,7 @@ def job_files(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path]
         report=bool(cfg.get("report")),
         ceilings_source=_ceilings_reference(cfg, ceilings) if ceilings is not None else None,
         metadata={"device": str(device), "overrides": _job_overrides(),
+                  "options": _changed_options(cfg),
                   "checkpoint": getattr(model, "checkpoint_file", None),
                   "deployment": job.deployed}, directory=run_dir)
     files.update(extra_files)
@@ -377,6 +378,17 @@ def write_job(job: ProfileJob, result: ProfileResult, run_dir: Union[str, Path],
 #: What the coverage line suggests when too little of the forward is in named stages.
 COVERAGE_HINT = ("name more with model.stage_paths=[a.b,c] or model.stage_depth=N "
                  "(docs/inputs.md)")
+
+
+def _changed_options(cfg: DictConfig) -> list[str]:
+    """The options of the Hydra job running now that differ from the defaults, as the run's
+    page lists them (``model=faster_rcnn`` is left out where it is the default)."""
+    overrides = _job_overrides()
+    if not overrides:
+        return []
+    from .changed_options import changed_options
+
+    return changed_options(overrides, cfg)
 
 
 def _job_overrides() -> list[str]:

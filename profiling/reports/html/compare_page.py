@@ -14,7 +14,7 @@ from ..comparison import (FORWARD, MIN_CHANGE, compare_runs, config_differences,
                           significance_rule)
 from ..labels import printable
 from ..record import Run, RunRecord, as_record
-from .formatting import chart_labels, indent, significant, stage_key, stage_label
+from .formatting import chart_labels, factor, hover_number, indent, span, stage_key, stage_label
 from .header import IGNORED_OPTIONS, model_name, noise_verdict
 from .page import Page, Section, chart_placeholder, escape
 from .tables import Column, Table, number_cell, text_cell
@@ -89,7 +89,7 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
                                                            "#64748b").tolist()}},
             text=np.where(significant_rows, "significant", "within the noise").tolist(),
             hovertext=[escape(name) for name in names],
-            hovertemplate="%{hovertext}<br>ratio %{x:.3f}<br>%{text}<extra>" + letter
+            hovertemplate="%{hovertext}<br>ratio " + hover_number("x") + "<br>%{text}<extra>" + letter
                           + "/A</extra>")
     count = max(len(labels or []), 1)
     figure.add_vline(x=1.0, line_dash="dot", line_color="#111")
@@ -122,8 +122,7 @@ def _table(letter: str, table: pd.DataFrame, metric: str) -> Table:
             change = (100 * (second / first - 1) if pd.notna(first) and pd.notna(second)
                       and first else None)
             low, high = row.get("time_ratio_ci95_low"), row.get("time_ratio_ci95_high")
-            interval = (f"{significant(low)}-{significant(high)}"
-                        if pd.notna(low) and pd.notna(high) else "-")
+            interval = span(low, high)
             marked = bool(row.get("significant")) if pd.notna(row.get("significant")) else False
             cells += [number_cell(first), number_cell(second),
                       number_cell(change, digits=2, css="significant" if marked else ""),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any, Sequence
 
@@ -10,8 +11,14 @@ import pandas as pd
 from ..labels import printable
 from ..numbers import significant as rounded
 
-__all__ = ["stage_key", "stage_label", "significant", "is_missing", "chart_labels", "indent",
-           "MAX_INDENT"]
+__all__ = ["stage_key", "stage_label", "significant", "span", "factor", "is_missing",
+           "chart_labels", "indent", "MAX_INDENT", "hover_number"]
+
+def hover_number(field: str, digits: int = 3) -> str:
+    """A plotly hover-template field (``%{y}``) as the page writes numbers: ``digits``
+    significant figures in plain decimals with thousands separators (d3's ``,.3~r``, as
+    ``assets/report.js`` gives every axis)."""
+    return f"%{{{field}:,.{digits}~r}}"
 
 #: The deepest nesting a name's indentation shows (deeper calls indent no further: 40 levels
 #: of em spaces made the payload chart's axis mostly blank).
@@ -40,9 +47,42 @@ def is_missing(value: Any) -> bool:
 
 
 def significant(value: Any, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant figures as every human-readable table writes it
-    (:func:`profiling.reports.numbers.significant`); ``"-"`` for any missing value."""
-    return "-" if is_missing(value) else rounded(float(value), digits)
+    """``value`` to ``digits`` significant figures, written plainly: thousands separators
+    (``3,461``), never scientific notation (``0.000710``, not ``7.10e-04``); ``"-"`` for any
+    missing value."""
+    if is_missing(value):
+        return "-"
+    number = float(value)
+    if number == 0 or not math.isfinite(number):
+        return rounded(number, digits)
+    if abs(number) >= 10 ** (digits - 1):
+        return f"{round(number):,}"
+    decimals = digits - 1 - math.floor(math.log10(abs(number)))
+    text = f"{number:,.{decimals}f}"
+    if len(text.lstrip("-").replace(".", "").replace(",", "").lstrip("0")) > digits:
+        text = f"{number:,.{max(decimals - 1, 0)}f}"  # 9.995 rounds up to 10.0
+    return text
+
+
+def span(low: Any, high: Any, digits: int = 3) -> str:
+    """An interval as people write it, with an en dash: ``3,461–3,972``; ``"-"`` when
+    either end is missing."""
+    if is_missing(low) or is_missing(high):
+        return "-"
+    return f"{significant(low, digits)}–{significant(high, digits)}"
+
+
+def factor(ratio: Any) -> str:
+    """A change from a ratio ``B/A``: ``+12.5%`` (``-`` for a fall), and from 10x either way
+    the factor, ``12.3x`` or ``1/12.3x``, which a percentage hides (``+1130%``)."""
+    if is_missing(ratio) or float(ratio) <= 0:
+        return "-"
+    ratio = float(ratio)
+    if ratio >= 10:
+        return f"{significant(ratio)}x"
+    if ratio <= 0.1:
+        return f"1/{significant(1 / ratio)}x"
+    return f"{(ratio - 1) * 100:+.1f}%".replace("-", "−")
 
 
 def chart_labels(names: Sequence[Any]) -> list[str]:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ...statistics.aggregate import first_column, time_column
 from ...counting.roofline import Ceilings, attainable_flops, stage_points
-from .formatting import chart_labels, indent, significant, stage_label
+from .formatting import chart_labels, hover_number, indent, significant, stage_label
 from .page import chart_label, escape
 from .stage_tree import ROOT, exclusive_values, parent_keys, stage_calls
 
@@ -126,7 +126,7 @@ def payload_figure(stages: pd.DataFrame) -> Any:
                        name=f"output, depth {depth}", customdata=calls["key"][chosen],
                        marker_color=f"hsl({(210 + 67 * depth) % 360},65%,50%)",
                        hovertext=hover[chosen],
-                       hovertemplate="%{hovertext}<br>output %{y:.4g} MB<extra></extra>")
+                       hovertemplate="%{hovertext}<br>output " + hover_number("y") + " MB<extra></extra>")
     zero = output == 0
     if zero.any():
         positive = output[output > 0] / 1e6
@@ -141,7 +141,7 @@ def payload_figure(stages: pd.DataFrame) -> Any:
         figure.add_scatter(x=np.array(labels)[shown], y=alive[shown] / 1e6, mode="lines+markers",
                            name="alive across the cut after the call", line={"color": "#111"},
                            customdata=calls["key"][shown], hovertext=hover[shown],
-                           hovertemplate="%{hovertext}<br>alive across the cut %{y:.4g} MB"
+                           hovertemplate="%{hovertext}<br>alive across the cut " + hover_number("y") + " MB"
                                          "<extra></extra>")
     figure.update_layout(
         barmode="overlay", height=360 + 6 * min(max(map(len, labels), default=0), 60),
@@ -188,8 +188,8 @@ def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
                            name=f"depth {depth}", customdata=rows["key"], text=text,
                            marker={"size": max(6, 13 - 2 * depth), "line": {"width": 1,
                                                                             "color": "#fff"}},
-                           hovertemplate="%{text}<br>intensity %{x:.3g} FLOP/byte<br>"
-                                         "achieved %{y:.3g} FLOP/s<extra></extra>")
+                           hovertemplate="%{text}<br>intensity " + hover_number("x") + " FLOP/byte<br>"
+                                         "achieved " + hover_number("y") + " FLOP/s<extra></extra>")
     if ceilings is not None:
         low, high = float(intensity[keep].min()) / 4, float(intensity[keep].max()) * 4
         high = max(high, ceilings.ridge_point(dtype) * 4)

@@ -11,8 +11,8 @@ from ...errors import ProfilingError
 from ..record import Run, as_record
 from ..runs import forward_median
 from ..view import OTHER_RULE, forward_order, run_view
-from .formatting import indent, stage_label
-from .header import model_name, run_facts
+from .formatting import indent, span, stage_label
+from .header import model_name, run_facts, run_strip
 from .page import Page, Section, chart_placeholder, escape
 from .run_charts import icicle_figure, memory_column, payload_figure, roofline_figure
 from .split_view import best_cut_rows, cut_bytes_figure, latency_figure, top_level_cuts
@@ -68,9 +68,7 @@ def stage_table(stages: pd.DataFrame, forward_ms: Optional[float],
                  number_cell(row["call_index"], digits=1), number_cell(row["depth"], digits=1),
                  text_cell(row["kind"])]
         if time:
-            interval = (f"{row.get(low):.3g}-{row.get(high):.3g}"
-                        if pd.notna(row.get(low, float("nan"))) and pd.notna(
-                            row.get(high, float("nan"))) else "-")
+            interval = span(row.get(low), row.get(high))
             cells += [number_cell(row[time]), text_cell(interval, ""),
                       number_cell(_share(row[time], forward_ms), digits=2)]
         if "flops" in rows:
@@ -135,8 +133,11 @@ def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
     stages, meta = view.rows, record.meta
     forward_ms = forward_median(meta)
     total_flops = (meta.get("totals") or {}).get("flops")
-    page = Page("run", f"stagezoo run: {model_name(record.config)}",
-                facts=run_facts(record, defaults))
+    banner = view.noise if view.noise.startswith("UNRELIABLE") else ""
+    facts = [(label, value) for label, value in run_facts(record, defaults)
+             if not (banner and label == "noise")]  # said once, in the banner
+    page = Page("run", f"stagezoo run: {model_name(record.config)}", facts=facts,
+                strip=run_strip(view), banner=banner)
     icicle = icicle_figure(stages, forward_ms, total_flops)
     if icicle is not None:
         page.charts["icicle"] = icicle

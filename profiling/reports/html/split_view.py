@@ -20,7 +20,7 @@ import pandas as pd
 
 from ...statistics.aggregate import time_column
 from ...split.latency import split_latency
-from .formatting import chart_labels, significant, stage_key, stage_label
+from .formatting import chart_labels, hover_number, significant, stage_key, stage_label
 from .page import chart_label, escape
 
 __all__ = ["top_level_cuts", "cut_colours", "cut_bytes_figure", "latency_figure",
@@ -74,7 +74,7 @@ def cut_bytes_figure(cuts: pd.DataFrame) -> Any:
     figure = go.Figure(go.Bar(x=labels, y=sizes, customdata=cuts["key"],
                               marker_color=cut_colours(len(cuts)),
                               hovertext=[escape(cut) for cut in cuts["cut"]],
-                              hovertemplate="%{hovertext}<br>%{y:.4g} MB<extra></extra>"))
+                              hovertemplate="%{hovertext}<br>" + hover_number("y") + " MB<extra></extra>"))
     inner = cuts.index[1:] if len(cuts) > 1 else cuts.index
     fewest = cuts.loc[inner, "raw_bytes"].astype(float).idxmin()
     if pd.notna(fewest):
@@ -120,7 +120,7 @@ def latency_figure(stages: pd.DataFrame, cuts: pd.DataFrame) -> Optional[Any]:
                                mode="lines+markers", name=chart_label(cut),
                                visible=number == 0, line={"color": colours[cut]},
                                marker={"size": 4}, customdata=group["key"],
-                               hovertemplate=f"{escape(cut)}<br>%{{x:.3g}} Mbit/s: %{{y:.4g}} ms"
+                               hovertemplate=f"{escape(cut)}<br>{hover_number('x')} Mbit/s: {hover_number('y')} ms"
                                              f"<extra></extra>")
         visibility.append(1 + latency["cut"].nunique())
     total = sum(visibility)

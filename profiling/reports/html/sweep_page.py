@@ -14,7 +14,7 @@ from ...errors import ProfilingError
 from ..labels import printable
 from ..record import RunRecord, read_run
 from ..runs import _option_columns, _option_values, find_runs, forward_median
-from .formatting import chart_labels, is_missing, stage_key
+from .formatting import chart_labels, hover_number, is_missing, stage_key
 from .header import model_name
 from .page import Page, Section, chart_label, chart_placeholder, escape
 from .run_charts import memory_column
@@ -99,7 +99,7 @@ def _stacked_figure(records: Sequence[RunRecord], jobs: Sequence[str]) -> Any:
     for index, name in enumerate(names):
         figure.add_bar(x=shown_jobs, y=versions[0][1][index], name=chart_label(name),
                        customdata=[stage_key(name, 0)] * len(finished),
-                       hovertemplate=f"{escape(name)}<br>%{{x}}: %{{y:.4g}}<extra></extra>")
+                       hovertemplate=f"{escape(name)}<br>%{{x}}: {hover_number('y')}<extra></extra>")
     buttons = [{"label": label, "method": "update",
                 "args": [{"y": values}, {"yaxis.title.text": label}]}
                for label, values in versions]

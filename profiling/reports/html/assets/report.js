@@ -85,11 +85,23 @@
     });
   }
 
+  /* Every axis writes its ticks plainly: 1,000 and 0.001, never 1e+3, 10B or 1e-3. */
+  function plainAxes(layout) {
+    Object.keys(layout).filter((name) => /^[xy]axis\d*$/.test(name)).forEach((name) => {
+      const axis = layout[name];
+      if (axis.exponentformat === undefined) axis.exponentformat = "none";
+      if (axis.separatethousands === undefined) axis.separatethousands = true;
+      if (axis.hoverformat === undefined) axis.hoverformat = ",.3~r";
+    });
+    return layout;
+  }
+
   function drawCharts() {
     const drawing = Object.entries(data.charts || {}).map(([id, figure]) => {
       const gd = document.getElementById(id);
       if (!gd) return Promise.resolve();
-      return Plotly.newPlot(gd, figure.data, figure.layout || {}, plotConfig).then(() => {
+      const layout = plainAxes(Object.assign({ xaxis: {}, yaxis: {} }, figure.layout || {}));
+      return Plotly.newPlot(gd, figure.data, layout, plotConfig).then(() => {
         charts.push(gd);
         link(gd);
       });
@@ -183,7 +195,7 @@
         yaxis: { title: { text: yLabel }, rangemode: "tozero" },
         title: { text: yLabel + " against " + xLabel },
       };
-      return Plotly.react(gd, [trace], layout, plotConfig);
+      return Plotly.react(gd, [trace], plainAxes(layout), plotConfig);
     };
     xSelect.addEventListener("change", draw);
     ySelect.addEventListener("change", draw);
