@@ -33,6 +33,7 @@ from .numbers import significant
 from .record import Run, RunRecord, as_record
 from .runs import flatten_config, forward_median
 from .summary import extra_metrics
+from .view import forward_order
 
 __all__ = ["PAYLOAD_COLUMNS", "compared_columns", "compare_stages",
            "compare_runs", "compare_paired_runs", "add_significance", "forward_comparison",
@@ -69,15 +70,16 @@ def compare_stages(a: pd.DataFrame, b: pd.DataFrame, metrics: Optional[Sequence[
     For each of the columns of :func:`compared_columns` found in either table (the payload and
     the declared ``metrics``, by default those of every registered collector):
     ``{metric}_a``, ``{metric}_b``, ``{metric}_diff`` (b - a) and ``{metric}_ratio`` (b / a;
-    empty where a is 0 or either is missing). Stages of A come first in A's order, then those
-    only in B.
+    empty where a is 0 or either is missing). Stages of A come first in A's forward order
+    (each ``other`` row under its parent), then those only in B.
     """
     if metrics is None:
         from ..collectors import declared_metrics, registered_collectors
 
         metrics = declared_metrics(registered_collectors().values())
     metrics = [m for m in compared_columns(metrics) if m in a or m in b]
-    sides = [table.reindex(columns=_KEY + ["kind", "depth", "order"] + metrics) for table in (a, b)]
+    sides = [_in_forward_order(table).reindex(columns=_KEY + ["kind", "depth", "order"] + metrics)
+             for table in (a, b)]
     merged = sides[0].merge(sides[1], on=_KEY, how="outer", suffixes=("_a", "_b"),
                             indicator=True)
     merged["present"] = merged.pop("_merge").map(
@@ -93,6 +95,13 @@ def compare_stages(a: pd.DataFrame, b: pd.DataFrame, metrics: Optional[Sequence[
         columns[f"{metric}_diff"] = second - first
         columns[f"{metric}_ratio"] = (second / first).where(first != 0)
     return pd.DataFrame(columns).reset_index(drop=True)
+
+
+def _in_forward_order(stages: pd.DataFrame) -> pd.DataFrame:
+    """``stages`` in forward order, each ``other`` row under its parent
+    (:func:`~profiling.reports.view.forward_order`), ``order`` its position in it."""
+    rows = forward_order(stages)
+    return rows.assign(order=np.arange(len(rows)))
 
 
 def config_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, tuple]:
