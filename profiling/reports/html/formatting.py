@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from typing import Any, Sequence
 
 import pandas as pd
 
 from ..labels import printable
-from ..numbers import significant as rounded
+from ..numbers import plain
 
 __all__ = ["stage_key", "stage_label", "significant", "span", "factor", "is_missing",
            "chart_labels", "indent", "MAX_INDENT", "hover_number"]
@@ -47,21 +46,10 @@ def is_missing(value: Any) -> bool:
 
 
 def significant(value: Any, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant figures, written plainly: thousands separators
-    (``3,461``), never scientific notation (``0.000710``, not ``7.10e-04``); ``"-"`` for any
+    """``value`` to ``digits`` significant figures, written plainly
+    (:func:`profiling.reports.numbers.plain`: ``3,461``, ``0.000710``); ``"-"`` for any
     missing value."""
-    if is_missing(value):
-        return "-"
-    number = float(value)
-    if number == 0 or not math.isfinite(number):
-        return rounded(number, digits)
-    if abs(number) >= 10 ** (digits - 1):
-        return f"{round(number):,}"
-    decimals = digits - 1 - math.floor(math.log10(abs(number)))
-    text = f"{number:,.{decimals}f}"
-    if len(text.lstrip("-").replace(".", "").replace(",", "").lstrip("0")) > digits:
-        text = f"{number:,.{max(decimals - 1, 0)}f}"  # 9.995 rounds up to 10.0
-    return text
+    return "-" if is_missing(value) else plain(float(value), digits)
 
 
 def span(low: Any, high: Any, digits: int = 3) -> str:
