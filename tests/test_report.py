@@ -114,7 +114,7 @@ def test_a_sweep_page_has_a_row_per_job_and_the_failed_reason(runs):
     page = report_page([runs["sweep"]])
     page_html = page.render()
     rows = page.data["sweep_plot"]["rows"]
-    assert [r["job"] for r in rows] == ["0_tiny", "1_tiny", "2_tiny"]
+    assert [r["job"] for r in rows] == ["model.width=4", "model.width=8", "model.width=16"]
     assert [r["model.width"] for r in rows] == ["4", "8", "16"]
     assert rows[0]["GFLOPs"] == pytest.approx(2 * (3 * 9 * 4 + 4 * 9 * 4 + 4 * 2 * 2) * 256 / 1e9
                                               + 4 * 256 / 1e9)
@@ -122,7 +122,19 @@ def test_a_sweep_page_has_a_row_per_job_and_the_failed_reason(runs):
     assert "RuntimeError: input.size=[1,1] is below the stem&#39;s kernel" in page_html
     stacked = page.charts["stacked"].to_plotly_json()["data"]
     assert [t["name"] for t in stacked] == ["stem", "sizes", "body", "head"]
-    assert list(stacked[0]["x"]) == ["0_tiny", "1_tiny"]
+    assert list(stacked[0]["x"]) == ["model.width=4", "model.width=8"]
+    assert dict(page.facts)["swept options"] == "model.width"
+
+
+def test_only_the_options_that_vary_are_swept():
+    """``device=cpu`` given to every job is not a swept option."""
+    from types import SimpleNamespace
+
+    from profiling.reports.runs import swept_options
+
+    records = [SimpleNamespace(overrides={"device": "cpu", "input.size": size}, config={})
+               for size in ("[64,64]", "[128,128]")]
+    assert swept_options(records) == ["input.size"]
 
 
 @pytest.mark.parametrize("case, expected", [

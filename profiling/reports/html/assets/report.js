@@ -187,6 +187,12 @@
         type: "scatter", mode: "markers+text", x: rows.map((r) => r.shown[x]),
         y: rows.map((r) => r[y]), text: rows.map((r) => r.shown.job), textposition: "top center",
         customdata: rows.map((r) => r.job), marker: { size: 10 },
+        /* the forward's whiskers: the interval of its median */
+        error_y: y === "forward ms" && rows.some((r) => r.whisker) ? {
+          type: "data", symmetric: false,
+          array: rows.map((r) => (r.whisker ? r.whisker[1] - r[y] : 0)),
+          arrayminus: rows.map((r) => (r.whisker ? r[y] - r.whisker[0] : 0)),
+        } : undefined,
         hovertemplate: "%{text}<br>" + xLabel + " = %{x}<br>" + yLabel + " = %{y}<extra></extra>",
       };
       const layout = {
