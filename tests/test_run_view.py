@@ -156,7 +156,7 @@ def _check_faces(folder: Path, rows: list[str], calls: list[str], label: str,
     assert f"Coverage: {shown} of the time" in page
     # the precision that ran
     assert f"precision: {precision}" in lines
-    assert re.search(rf"<dt>dtype</dt><dd>{precision}\b", page)
+    assert re.search(rf"<span>precision</span><b>{precision}\b", page)
 
 
 def test_every_face_of_a_pytorch_run_states_the_same_rows_labels_and_numbers(tmp_path):

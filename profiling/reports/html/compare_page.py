@@ -148,8 +148,8 @@ def _change_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
     figure.update_layout(
         height=120 + 22 * count, barmode="group", showlegend=len(tables) > 1,
         margin={"t": 30, "l": 10, "r": 10, "b": 50},
-        xaxis={"title": {"text": f"change of the {_time_words(metric)} (ms; faster < 0 < "
-                                 f"slower)"}, "zeroline": True},
+        xaxis={"title": {"text": f"change of the {_time_words(metric)} (ms; below 0: "
+                                 f"faster)"}, "zeroline": True},
         yaxis={"autorange": "reversed", "automargin": True, "type": "category",
                "tickmode": "linear", "dtick": 1})
     return figure

@@ -92,7 +92,7 @@ def _asset(name: str) -> str:
 
 def chart_placeholder(chart_id: str, height: Optional[int] = None) -> str:
     """The element a chart of the page's data (``charts``, by ``id``) is drawn into."""
-    style = f' style="height:{int(height)}px"' if height else ""
+    style = f' style="height:{int(height)}px;min-height:0"' if height else ""
     return f'<div class="chart" id="{escape(chart_id)}"{style}></div>'
 
 

@@ -37,31 +37,55 @@ def memory_column(stages: pd.DataFrame) -> Optional[str]:
 
 def icicle_metrics(stages: pd.DataFrame, forward_ms: Optional[float],
                    total_flops: Optional[float]) -> list[tuple[str, str, str, Optional[float]]]:
-    """The metrics the icicle can be sized by, those the run has: ``(label, column, unit,
-    the whole forward's value or None)``; time first."""
-    time, memory = time_column(stages), memory_column(stages)
-    candidates = [("time", time, "ms", forward_ms), ("FLOPs", "flops", "FLOP", total_flops),
-                  ("payload bytes", "out_bytes", "bytes", None),
-                  ("memory peak", memory, "MB", None)]
+    """The metrics the icicle can be sized by, those the run has and that add up (a parent
+    is the sum of its parts): ``(label, column, unit, the whole forward's value or None)``;
+    time first. Payload and memory peaks do not add up and are drawn as bars instead."""
+    time = time_column(stages)
+    candidates = [("time", time, "ms", forward_ms), ("FLOPs", "flops", "FLOP", total_flops)]
     return [(label, column, unit, total) for label, column, unit, total in candidates
             if column is not None and column in stages
             and pd.to_numeric(stages[column], errors="coerce").fillna(0).gt(0).any()]
 
 
-def _hover(labels: list[str], values: pd.Series, unit: str, total: float) -> list[str]:
+#: The colour of the blocks that no stage names (``other``, the forward's own part).
+OTHER_COLOUR = "#c4c9d2"
+#: The pixels of one level of the icicle, enough for a line of 11 px text.
+LEVEL_PX = 24
+
+
+def self_colours(own: np.ndarray, other: np.ndarray) -> list[str]:
+    """A colour per block from its own (self) value: pale yellow for none to deep red for
+    the largest, on a square-root scale; :data:`OTHER_COLOUR` for ``other`` blocks."""
+    top = float(own.max()) if len(own) and own.max() > 0 else 1.0
+    heat = np.sqrt(np.clip(own / top, 0.0, 1.0))
+    return [OTHER_COLOUR if grey else f"hsl({48 - 48 * t:.0f},90%,{90 - 42 * t:.0f}%)"
+            for t, grey in zip(heat, other)]
+
+
+def _block_text(labels: list[str], values: pd.Series, unit: str, whole: float) -> list[str]:
+    """``name · 12.3 ms · 4.5%``: what a block says where it is wide enough."""
+    return [f"{label} \u00b7 {significant(value)} {unit}"
+            + (f" \u00b7 {100 * value / whole:.1f}%" if whole > 0 else "")
+            for label, value in zip(labels, values)]
+
+
+def _hover(labels: list[str], values: pd.Series, unit: str, total: float,
+           other: np.ndarray) -> list[str]:
     return [f"<b>{escape(label)}</b><br>{significant(value)} {unit}"
             + (f" ({100 * value / total:.1f}% of the forward)" if total > 0 else "")
-            for label, value in zip(labels, pd.to_numeric(values, errors="coerce").fillna(0))]
+            + ("<br>what its parent ran outside its stages" if grey else "")
+            for label, value, grey in zip(labels, values, other)]
 
 
 def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
                   total_flops: Optional[float] = None) -> Optional[Any]:
-    """An icicle of the stage calls under the whole forward, sized by time (buttons switch to
-    FLOPs, payload bytes and memory); ``None`` when the run has none of these.
+    """An icicle of the stage calls under the whole forward, sized by time (a button
+    switches to FLOPs); ``None`` when the run has neither.
 
-    Time and FLOPs add up: a block is as wide as the call, and the forward's own part is what
-    ran outside every stage. Payload and memory peaks do not add up: a parent is drawn at
-    least as wide as its children together.
+    A block is as wide as the call, the forward's own part is what ran outside every stage,
+    each block's colour is its self value (what no child of it ran), ``other`` blocks are
+    grey, a label (``name · ms · %``) is hidden rather than shrunk where the block is too
+    narrow, and a level is :data:`LEVEL_PX` high.
     """
     metrics = icicle_metrics(stages, forward_ms, total_flops)
     if not metrics:
@@ -69,33 +93,41 @@ def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
     calls = stage_calls(stages, other=True)
     parents = parent_keys(calls)
     labels = [stage_label(s, c) for s, c in zip(calls["stage"], calls["call_index"])]
+    shown = chart_labels(labels)
+    other = (calls["kind"] == "other").to_numpy()
     versions = []
     for label, column, unit, total in metrics:
-        values = pd.to_numeric(calls[column], errors="coerce").fillna(0.0)
+        values = pd.to_numeric(calls[column], errors="coerce").fillna(0.0).clip(lower=0)
         top = float(values[calls["depth"] == 0].sum())
         whole = total if total is not None and total >= top else top
         own, root = exclusive_values(calls, parents, values, whole if total else None)
         outside = f"<br>outside every stage: {significant(root)} {unit}" if total else ""
-        hover = [f"<b>forward</b><br>{significant(whole)} {unit}{outside}",
-                 *_hover(labels, values, unit, whole)]
-        versions.append((label, [root, *own], hover))
+        versions.append((label, [root, *own], {
+            "hovertext": [f"<b>forward</b><br>{significant(whole)} {unit}{outside}",
+                          *_hover(labels, values, unit, whole, other)],
+            "text": [f"forward \u00b7 {significant(whole)} {unit}",
+                     *_block_text(shown, values, unit, whole)],
+            "marker.colors": [OTHER_COLOUR, *self_colours(own, other)]}))
     go = _go()
+    first = versions[0][2]
     figure = go.Figure(go.Icicle(
-        ids=[ROOT, *calls["key"]], labels=["forward", *chart_labels(labels)],
-        parents=["", *parents],
+        ids=[ROOT, *calls["key"]], labels=["forward", *shown], parents=["", *parents],
         values=versions[0][1], branchvalues="remainder", customdata=[ROOT, *calls["key"]],
-        hovertext=versions[0][2], hovertemplate="%{hovertext}<extra></extra>",
-        marker={"line": {"width": 1, "color": "#fff"}}, tiling={"orientation": "v"},
-        root={"color": "#cbd3de"},
+        hovertext=first["hovertext"], hovertemplate="%{hovertext}<extra></extra>",
+        text=first["text"], texttemplate="%{text}", textposition="middle left",
+        marker={"line": {"width": 1, "color": "#fff"}, "colors": first["marker.colors"]},
+        tiling={"orientation": "v", "pad": 0}, pathbar={"visible": True, "thickness": 20},
         maxdepth=-1, sort=False))
     buttons = [{"label": label, "method": "restyle",
-                "args": [{"values": [values], "hovertext": [hover]}]}
-               for label, values, hover in versions]
+                "args": [{"values": [values], **{k: [v] for k, v in extra.items()}}]}
+               for label, values, extra in versions]
+    levels = int(calls["depth"].max()) + 2 if len(calls) else 1
     figure.update_layout(
-        margin={"t": 40, "l": 10, "r": 10, "b": 10}, height=460,
+        margin={"t": 40, "l": 10, "r": 10, "b": 10}, height=80 + LEVEL_PX * levels,
+        uniformtext={"mode": "hide", "minsize": 11},
         updatemenus=[{"type": "buttons", "direction": "right", "buttons": buttons,
-                      "x": 0, "y": 1.1, "xanchor": "left", "yanchor": "top",
-                      "showactive": True}])
+                      "x": 0, "y": 1.0, "xanchor": "left", "yanchor": "bottom",
+                      "showactive": True, "pad": {"b": 4}}])
     return figure
 
 

@@ -142,13 +142,13 @@ def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
     if icicle is not None:
         page.charts["icicle"] = icicle
         page.sections.append(Section(
-            "Stages", chart_placeholder("icicle", 460), anchor="icicle",
-            note="Each block is a stage call, under the stage that contains it, and each "
-                 "'other' block what its parent ran outside its stages; width: time "
-                 "(buttons: FLOPs, payload bytes, memory peak). Time and FLOPs add up roughly "
-                 "(the blocks are medians); payload and memory "
-                 "peaks do not, so a parent is drawn at least as wide as its children. Click "
-                 "a block to zoom into it and pin it in every chart."))
+            "Stages", chart_placeholder("icicle", icicle.layout.height), anchor="icicle",
+            note="Each block is a stage call, under the stage that contains it, and each grey "
+                 "'other' block what its parent ran outside its stages; width: time (button: "
+                 "FLOPs), which adds up roughly (the blocks are medians); colour: the block's "
+                 "self value, what none of its children ran (pale: little, red: most). A "
+                 "label too long for its block is hidden: hover for it. Click a block to "
+                 "zoom into it (the bar above it leads back) and pin it in every chart."))
     page.charts["payload"] = payload_figure(stages)
     page.sections.append(Section(
         "Payload across stage boundaries", chart_placeholder("payload"), anchor="payload",
