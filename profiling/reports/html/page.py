@@ -117,7 +117,8 @@ class Page:
     """A report page: its kind (``run``, ``comparison``, ``sweep``), title, facts for the
     header, sections, the figures of its charts (``{id: plotly figure}``) and more data for
     its script; a run's page adds the strip of its headline figures (``label, value``) and
-    a banner (the noise verdict, when its timings are unreliable)."""
+    a banner (the noise verdict, when its timings are unreliable) and links to the files
+    beside it (``text, relative href``)."""
 
     kind: str
     title: str
@@ -128,6 +129,7 @@ class Page:
     warnings: Sequence[str] = ()
     strip: Sequence[tuple[str, str]] = ()
     banner: str = ""
+    links: Sequence[tuple[str, str]] = ()
 
     def _header(self) -> str:
         facts = "".join(f"<dt>{escape(label)}</dt><dd>{escape(value)}</dd>"
@@ -137,8 +139,11 @@ class Page:
         strip = "".join(f'<div><span>{escape(label)}</span><b>{escape(value)}</b></div>'
                         for label, value in self.strip)
         strip = f'<div class="strip">{strip}</div>' if strip else ""
+        links = " ".join(f'<a href="{escape(href)}">{escape(text)}</a>'
+                         for text, href in self.links)
+        links = f'<p class="links">{links}</p>' if links else ""
         return (f'<header><h1>{escape(self.title)}</h1>{banner}{strip}'
-                f'<dl class="facts">{facts}</dl>{warnings}</header>')
+                f'<dl class="facts">{facts}</dl>{links}{warnings}</header>')
 
     def render(self) -> str:
         """The whole page, one string of HTML."""

@@ -16,7 +16,7 @@ from .page import chart_label, escape
 from .stage_tree import ROOT, exclusive_values, parent_keys, stage_calls
 
 __all__ = ["icicle_metrics", "icicle_figure", "payload_figure", "roofline_figure",
-           "memory_column"]
+           "memory_column", "axis_scale"]
 
 #: The most legend entries drawn in a row above a chart.
 _LEGEND_ABOVE = 8
@@ -131,7 +131,8 @@ def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
     return figure
 
 
-def _log_if_wide(values: np.ndarray) -> str:
+def axis_scale(values: np.ndarray) -> str:
+    """``log`` where the positive ``values`` span more than 100x, else ``linear``."""
     positive = values[np.isfinite(values) & (values > 0)]
     wide = len(positive) > 1 and positive.max() / positive.min() > _LOG_SPAN
     return "log" if wide else "linear"
@@ -150,7 +151,7 @@ def payload_figure(stages: pd.DataFrame) -> Any:
     output = pd.to_numeric(calls["out_bytes"], errors="coerce").fillna(0).to_numpy(float)
     alive = (pd.to_numeric(calls["cut_bytes"], errors="coerce").to_numpy(float)
              if "cut_bytes" in calls else np.full(len(calls), np.nan))
-    scale = _log_if_wide(np.concatenate([output, alive]) / 1e6)
+    scale = axis_scale(np.concatenate([output, alive]) / 1e6)
     figure = go.Figure()
     for depth in sorted(calls["depth"].astype(int).unique()):
         chosen = (calls["depth"].astype(int) == depth).to_numpy()
@@ -182,7 +183,14 @@ def payload_figure(stages: pd.DataFrame) -> Any:
         xaxis={"type": "category", "tickangle": -60, "automargin": True,
                "categoryorder": "array", "categoryarray": labels},  # forward order, not
         # each trace's (one per depth) categories after the one before
-        legend=legend_layout(len(figure.data)))
+        legend=legend_layout(len(figure.data)),
+        updatemenus=[{"type": "buttons", "direction": "right", "x": 1.0, "y": 1.0,
+                      "xanchor": "right", "yanchor": "bottom", "showactive": True,
+                      "active": 1 if scale == "log" else 0, "buttons": [
+                          {"label": label, "method": "relayout",
+                           "args": [{"yaxis.type": axis}]}
+                          for label, axis in (("linear bytes", "linear"),
+                                              ("log bytes", "log"))]}])
     return figure
 
 
@@ -197,7 +205,8 @@ def legend_layout(entries: int) -> dict[str, Any]:
 def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
                     dtype: str = "float32") -> Optional[Any]:
     """Every stage call at its arithmetic intensity and achieved FLOP/s, one colour per depth,
-    its name and figures on hover; the roof when the device's ``ceilings`` are known.
+    its name and figures on hover, in GFLOP/s; the roof when the device's ``ceilings`` are
+    known, else the best rate achieved as a dotted line, labelled as no ceiling.
     ``None`` without op counts or a time."""
     time = time_column(stages)
     if time is None or any(c not in stages for c in ("flops", "bytes_read", "bytes_written")):
@@ -216,25 +225,29 @@ def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
                 f"{significant(t)} ms"
                 for s, c, f, t in zip(rows["stage"], rows["call_index"], rows["flops"],
                                       rows[time])]
-        figure.add_scatter(x=intensity[chosen], y=achieved[chosen], mode="markers",
+        figure.add_scatter(x=intensity[chosen], y=achieved[chosen] / 1e9, mode="markers",
                            name=f"depth {depth}", customdata=rows["key"], text=text,
                            marker={"size": max(6, 13 - 2 * depth), "line": {"width": 1,
                                                                             "color": "#fff"}},
                            hovertemplate="%{text}<br>intensity " + hover_number("x") + " FLOP/byte<br>"
-                                         "achieved " + hover_number("y") + " FLOP/s<extra></extra>")
+                                         "achieved " + hover_number("y") + " GFLOP/s<extra></extra>")
+    low, high = float(intensity[keep].min()) / 4, float(intensity[keep].max()) * 4
     if ceilings is not None:
-        low, high = float(intensity[keep].min()) / 4, float(intensity[keep].max()) * 4
         high = max(high, ceilings.ridge_point(dtype) * 4)
         span = np.logspace(np.log10(low), np.log10(high), 120)
-        figure.add_scatter(x=span, y=attainable_flops(span, ceilings, dtype), mode="lines",
-                           name=f"roof: {chart_label(ceilings.name)} ({dtype})",
-                           line={"color": "#111"},
-                           hoverinfo="skip")
+        figure.add_scatter(x=span, y=attainable_flops(span, ceilings, dtype) / 1e9,
+                           mode="lines", name=f"roof: {chart_label(ceilings.name)} ({dtype})",
+                           line={"color": "#111"}, hoverinfo="skip")
+    else:  # no ceilings: the best rate a stage achieved, which the device reaches at least
+        best = float(achieved[keep].max()) / 1e9
+        figure.add_scatter(x=[low, high], y=[best, best], mode="lines", hoverinfo="skip",
+                           line={"color": "#111", "dash": "dot"},
+                           name=f"best achieved: {significant(best)} GFLOP/s (not a ceiling)")
     figure.update_layout(
         height=440, margin={"t": 20, "l": 70, "r": 10, "b": 50},
         xaxis={"type": "log", "title": {"text": "arithmetic intensity (FLOP per byte read "
                                                 "or written)"}},
-        yaxis={"type": "log", "title": {"text": f"achieved FLOP/s ({time.split('_')[0].upper()}"
-                                                f" time)"}},
+        yaxis={"type": "log", "title": {"text": f"achieved GFLOP/s (1e9 FLOP/s, "
+                                                f"{time.split('_')[0].upper()} time)"}},
         legend=legend_layout(len(figure.data)))
     return figure

@@ -9,6 +9,7 @@ import pandas as pd
 from ...statistics.aggregate import time_column
 from ...errors import ProfilingError
 from ..record import Run, as_record
+from ..run_folder import TRACE_FILE
 from ..runs import forward_median
 from ..view import OTHER_RULE, forward_order, run_view
 from .formatting import indent, span, stage_label
@@ -136,8 +137,12 @@ def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
     banner = view.noise if view.noise.startswith("UNRELIABLE") else ""
     facts = [(label, value) for label, value in run_facts(record, defaults)
              if not (banner and label == "noise")]  # said once, in the banner
+    traced = record.config.get("trace") or (
+        record.directory is not None and (record.directory / TRACE_FILE).is_file())
     page = Page("run", f"stagezoo run: {model_name(record.config)}", facts=facts,
-                strip=run_strip(view), banner=banner)
+                strip=run_strip(view), banner=banner,
+                links=[(f"{TRACE_FILE}: the forward's trace (Perfetto, chrome://tracing; "
+                        f"beside this page in the run folder)", TRACE_FILE)] if traced else [])
     icicle = icicle_figure(stages, forward_ms, total_flops)
     if icicle is not None:
         page.charts["icicle"] = icicle
@@ -163,7 +168,9 @@ def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
             note=("Each stage call at its arithmetic intensity and achieved FLOP/s; hover "
                   "for its name. " + (f"Roof: {ceilings.name}, {dtype}." if ceilings else
                                       "No roof: the run recorded no device ceilings "
-                                      "(roofline.ceilings=...)."))))
+                                      "(roofline.ceilings=...); the dotted line is the best "
+                                      "rate a stage achieved, which the device reaches at "
+                                      "least."))))
     split = _split_section(stages, page)
     if split is not None:
         page.sections.append(split)
