@@ -244,3 +244,21 @@ def test_intervals_take_an_en_dash_and_large_changes_a_factor():
     assert span(3461, 3972) == "3,461\u20133,972" and span(None, 2) == "-"
     assert (factor(12.34), factor(0.05), factor(1.125), factor(0.8)) == (
         "12.3x", "1/20.0x", "+12.5%", "\u221220.0%")
+
+
+def test_the_stage_detail_panel_holds_a_call_s_figures(runs):
+    """What the panel shows for body's conv, against hand counts: 3x3 conv 8->8 channels on
+    16x16, 2 * 8*8*9 * 256 FLOPs; an 8x16x16 float32 map in and out; the times of times.csv
+    in the order the repeats ran."""
+    from profiling.reports.html.formatting import significant
+    from profiling.reports.html.run_page import run_page
+
+    details = dict(map(tuple, run_page(runs["a"]).data["details"]["conv#0"]))
+    assert details["inside"] == "body" and details["calls of this stage"] == "1"
+    assert details["GFLOPs"] == "0.000295" and 2 * 8 * 8 * 9 * 256 == 294912
+    assert details["input MB"] == details["output MB"] == "0.00819"  # 8*16*16*4 bytes
+    assert details["output shapes"] == "[1, 8, 16, 16]"
+    times = pd.read_csv(runs["a"] / "times.csv")
+    conv = times[times["stage"] == "conv"].sort_values("repeat")["cpu_time_ms"]
+    assert details["each repeat (ms)"] == ", ".join(significant(t) for t in conv)
+    assert details["75% CI"].endswith(" ms") and "\u2013" in details["75% CI"]

@@ -33,6 +33,13 @@ def model_name(config: Mapping[str, Any]) -> str:
     return f"{model.get('name', '?')} ({arch})" if arch else str(model.get("name", "?"))
 
 
+def _typed(value: Any) -> str:
+    """A value as it is typed on the command line: ``[64,64]``, ``true``, ``swiftnet``."""
+    if isinstance(value, (list, tuple, bool)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
 def option_changes(record: RunRecord, defaults: Optional[Mapping[str, Any]] = None
                    ) -> list[str]:
     """``key=value`` for each option of the run that differs from ``defaults`` (the default
@@ -40,8 +47,7 @@ def option_changes(record: RunRecord, defaults: Optional[Mapping[str, Any]] = No
     (``options``), else the overrides the run was started with. ``report=true`` is listed,
     the options that only change what is printed are not."""
     if defaults is not None:
-        changes = [f"{key}={json.dumps(second) if isinstance(second, (list, bool)) else second}"
-                   for key, (first, second)
+        changes = [f"{key}={_typed(second)}" for key, (first, second)
                    in config_differences(defaults, record.config).items()]
     elif record.meta.get("options") is not None:
         changes = [str(option) for option in record.meta["options"]]

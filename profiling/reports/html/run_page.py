@@ -17,6 +17,7 @@ from .header import model_name, run_facts, run_strip
 from .page import Page, Section, chart_placeholder, escape
 from .run_charts import icicle_figure, memory_column, payload_figure, roofline_figure
 from .split_view import best_cut_rows, cut_bytes_figure, latency_figure, top_level_cuts
+from .stage_detail import stage_details
 from .stage_tree import stage_calls
 from .tables import Column, Table, number_cell, text_cell
 
@@ -190,5 +191,5 @@ def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
         page.sections.append(Section("Notes", '<ul class="compact">' + "".join(
             f"<li>{escape(n)}</li>" for n in notes) + "</ul>", anchor="notes"))
     calls = stage_calls(stages)
-    page.data = {"stages": list(calls["key"])}
+    page.data = {"stages": list(calls["key"]), "details": stage_details(view)}
     return page

@@ -52,9 +52,38 @@
     });
   }
 
+  /* The pinned stage call's detail, written as text (never as HTML). */
+  function showDetail(key) {
+    const details = data.details || {};
+    let panel = document.getElementById("stage-detail");
+    if (!panel) {
+      panel = document.createElement("aside");
+      panel.id = "stage-detail";
+      document.body.appendChild(panel);
+    }
+    panel.hidden = !(key && details[key]);
+    if (panel.hidden) return;
+    panel.textContent = "";
+    const close = document.createElement("button");
+    close.textContent = "\u00d7";
+    close.title = "unpin";
+    close.addEventListener("click", () => { pinned = null; shown = undefined; highlight(null); });
+    panel.appendChild(close);
+    const list = document.createElement("dl");
+    details[key].forEach(([label, value]) => {
+      const term = document.createElement("dt");
+      term.textContent = label;
+      const text = document.createElement("dd");
+      text.textContent = value;
+      list.append(term, text);
+    });
+    panel.appendChild(list);
+  }
+
   function highlight(key, source) {
     if (key === shown && source === undefined) return;
     shown = key;
+    showDetail(pinned);
     charts.forEach((gd) => { if (gd !== source) highlightChart(gd, key); });
     document.querySelectorAll("tr[data-key]").forEach((row) => {
       row.classList.toggle("highlight", key !== null && row.dataset.key === key);
@@ -211,5 +240,8 @@
   setUpTables();
   Promise.all([drawCharts(), drawSweepPicker()]).then(() => {
     body.dataset.chartsDrawn = String(document.querySelectorAll(".js-plotly-plot").length);
+    /* page.html#stage=KEY opens with that stage call pinned (a link to one stage) */
+    const hash = decodeURIComponent(window.location.hash.slice(1));
+    if (hash.startsWith("stage=")) { pinned = hash.slice(6); shown = undefined; highlight(pinned); }
   }).catch((error) => reportError(String(error)));
 })();
