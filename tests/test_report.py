@@ -54,6 +54,24 @@ def test_parents_are_the_last_open_call_one_level_up():
     assert root == 3.0  # 15 - (10 + 2): outside every stage
 
 
+def test_a_chain_of_only_children_is_one_block():
+    """a holds only b, which holds only c (and b's 'other' row): one block a › b › c, with
+    b/other under it; e, one of two children of d, stays a block of its own."""
+    from profiling.reports.html.stage_tree import collapse_chains
+
+    stages = pd.DataFrame({"stage": ["a", "b", "c", "b/other", "d", "e", "f"],
+                           "kind": ["stage", "stage", "stage", "other", "stage", "stage",
+                                    "stage"], "depth": [0, 1, 2, 2, 0, 1, 1],
+                           "call_index": 0, "order": range(7),
+                           "parent": ["", "a", "b", "b", "", "d", "d"]})
+    calls = stage_calls(stages, other=True)
+    keep, parents, labels = collapse_chains(calls, parent_keys(calls), list(calls["stage"]))
+    assert [k for k, kept in zip(calls["key"], keep) if kept] == ["a#0", "b/other#0", "d#0",
+                                                                   "e#0", "f#0"]
+    assert labels[0] == "a \u203a b \u203a c"
+    assert [p for p, kept in zip(parents, keep) if kept] == [ROOT, "a#0", ROOT, "d#0", "d#0"]
+
+
 def test_a_run_page_holds_every_stage_chart_and_figure(runs):
     page_html = (runs["a"] / "report.html").read_text()
     data = _data(page_html)
@@ -61,15 +79,17 @@ def test_a_run_page_holds_every_stage_chart_and_figure(runs):
                                       "split-latency"]
     assert data["stages"] == ["stem#0", "sizes#0", "body#0", "conv#0", "head#0", "head#1"]
     icicle = data["charts"]["icicle"]["data"][0]
-    # every 'other' block under its parent, in forward order: body/other after conv
-    assert icicle["ids"] == [ROOT, "stem#0", "sizes#0", "body#0", "conv#0", "body/other#0",
+    # every 'other' block under its parent, in forward order; body's only stage, conv, is
+    # drawn in one block with it (body › conv)
+    assert icicle["ids"] == [ROOT, "stem#0", "sizes#0", "body#0", "body/other#0",
                              "head#0", "head#1", "other#0"]
-    assert icicle["parents"] == ["", ROOT, ROOT, ROOT, "body#0", "body#0", ROOT, ROOT, ROOT]
+    assert icicle["parents"] == ["", ROOT, ROOT, ROOT, "body#0", ROOT, ROOT, ROOT]
+    assert icicle["labels"][3] == "body \u203a conv"
     flops = next(b for b in data["charts"]["icicle"]["layout"]["updatemenus"][0]["buttons"]
                  if b["label"] == "FLOPs")["args"][0]["values"][0]
     # hand counts: stem 2*55296, body's ReLU 2048 (its other block) beside its conv
-    # 2*147456, head 2*4096, nothing outside the top-level stages
-    assert _values(flops) == [0.0, 110592, 0, 0, 294912, 2048, 8192, 8192, 0]
+    # 2*147456 (the body › conv block's own), head 2*4096, nothing outside the stages
+    assert _values(flops) == [0.0, 110592, 0, 294912, 2048, 8192, 8192, 0]
     payload = data["charts"]["payload"]["data"]
     zero = next(t for t in payload if t["name"] == "output of 0 bytes")
     assert zero["customdata"] == ["sizes#0"]

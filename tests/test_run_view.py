@@ -121,8 +121,9 @@ def _check_faces(folder: Path, rows: list[str], calls: list[str], label: str,
     assert named == calls
     assert list(terminal) == rows
     assert [name for name, _ in table] == calls
-    icicle = _page_data(page)["charts"]["icicle"]["data"][0]["ids"][1:]
-    assert icicle == [f"{s}#{c}" for s, c in zip(stages["stage"], stages["call_index"])]
+    icicle = _page_data(page)["charts"]["icicle"]["data"][0]["labels"][1:]
+    # each call a block, or with the only stage call inside it one block (body › conv)
+    assert [name for label in icicle for name in label.split(" \u203a ")] == calls
     assert len(bars) >= 2 and set(bars) <= set(rows)  # time.png: the top level, or deeper
 
     # the interval's label, its true coverage for the repeats made, on every face

@@ -13,7 +13,7 @@ from ...statistics.aggregate import first_column, time_column
 from ...counting.roofline import Ceilings, attainable_flops, stage_points
 from .formatting import chart_labels, hover_number, indent, significant, stage_label
 from .page import chart_label, escape
-from .stage_tree import ROOT, exclusive_values, parent_keys, stage_calls
+from .stage_tree import ROOT, collapse_chains, exclusive_values, parent_keys, stage_calls
 
 __all__ = ["icicle_metrics", "icicle_figure", "payload_figure", "roofline_figure",
            "memory_column", "axis_scale"]
@@ -91,8 +91,12 @@ def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
     if not metrics:
         return None
     calls = stage_calls(stages, other=True)
-    parents = parent_keys(calls)
-    labels = [stage_label(s, c) for s, c in zip(calls["stage"], calls["call_index"])]
+    keep, parents, labels = collapse_chains(
+        calls, parent_keys(calls),
+        [stage_label(s, c) for s, c in zip(calls["stage"], calls["call_index"])])
+    calls = calls[keep]
+    parents = [p for p, kept in zip(parents, keep) if kept]
+    labels = [label for label, kept in zip(labels, keep) if kept]
     shown = chart_labels(labels)
     other = (calls["kind"] == "other").to_numpy()
     versions = []
