@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Mapping, Optional
 
 import pandas as pd
@@ -77,7 +78,8 @@ def _input_size(view: RunView) -> Optional[str]:
     rows = view.rows[view.rows["kind"] == "stage"] if "kind" in view.rows else view.rows
     if "in_shapes" not in rows or not len(rows) or is_missing(rows["in_shapes"].iloc[0]):
         return None
-    return str(rows["in_shapes"].iloc[0]).replace(", ", "\u00d7").strip("[]")
+    shapes = re.findall(r"\[([\d, ]+)\]", str(rows["in_shapes"].iloc[0]))
+    return " + ".join("\u00d7".join(shape.replace(" ", "").split(",")) for shape in shapes)
 
 
 def run_strip(view: RunView) -> list[tuple[str, str]]:

@@ -182,14 +182,14 @@ def payload_figure(stages: pd.DataFrame) -> Any:
                                          "<extra></extra>")
     figure.update_layout(
         barmode="overlay", height=360 + 6 * min(max(map(len, labels), default=0), 60),
-        margin={"t": 20, "l": 70, "r": 10, "b": 10},
+        margin={"t": 40, "l": 70, "r": 10, "b": 10},
         yaxis={"title": {"text": "MB (1e6 bytes)"}, "type": scale},
         xaxis={"type": "category", "tickangle": -60, "automargin": True,
                "categoryorder": "array", "categoryarray": labels},  # forward order, not
         # each trace's (one per depth) categories after the one before
         legend=legend_layout(len(figure.data)),
-        updatemenus=[{"type": "buttons", "direction": "right", "x": 1.0, "y": 1.0,
-                      "xanchor": "right", "yanchor": "bottom", "showactive": True,
+        updatemenus=[{"type": "buttons", "direction": "right", "x": 0.6, "y": 1.0,
+                      "xanchor": "left", "yanchor": "bottom", "showactive": True,
                       "active": 1 if scale == "log" else 0, "buttons": [
                           {"label": label, "method": "relayout",
                            "args": [{"yaxis.type": axis}]}
