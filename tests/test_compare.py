@@ -60,6 +60,19 @@ def test_stages_are_matched_by_name_and_call():
     assert pd.isna(table.loc[1, "flops_ratio"])
 
 
+def test_other_rows_are_compared_under_their_parents():
+    """``encoder/other`` follows encoder's last stage, not the last stage of the forward, in
+    the terminal's comparison and on the page alike (both print compare_stages' rows)."""
+    stages = pd.DataFrame({
+        "stage": ["encoder", "conv", "encoder/other", "head", "other"],
+        "kind": ["stage", "stage", "other", "stage", "other"],
+        "parent": ["", "encoder", "encoder", "", ""], "depth": [0, 1, 1, 0, 0],
+        "call_index": 0, "order": [0, 1, 3, 2, 4], "out_bytes": [8, 8, 0, 4, 0]})
+    table = compare_stages(stages, stages.iloc[[0, 1, 3, 2, 4]])
+    assert list(table["stage"]) == ["encoder", "conv", "encoder/other", "head", "other"]
+    assert (table["present"] == "both").all()
+
+
 def test_config_differences_name_the_changed_keys():
     a = {"model": {"name": "gmflow", "in_channels": 3}, "input": {"size": [8, 8]}}
     b = {"model": {"name": "gmflow", "in_channels": 1}, "input": {"size": [8, 8]}}

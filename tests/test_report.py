@@ -54,6 +54,24 @@ def test_parents_are_the_last_open_call_one_level_up():
     assert root == 3.0  # 15 - (10 + 2): outside every stage
 
 
+def test_a_chain_of_only_children_is_one_block():
+    """a holds only b, which holds only c (and b's 'other' row): one block a › b › c, with
+    b/other under it; e, one of two children of d, stays a block of its own."""
+    from profiling.reports.html.stage_tree import collapse_chains
+
+    stages = pd.DataFrame({"stage": ["a", "b", "c", "b/other", "d", "e", "f"],
+                           "kind": ["stage", "stage", "stage", "other", "stage", "stage",
+                                    "stage"], "depth": [0, 1, 2, 2, 0, 1, 1],
+                           "call_index": 0, "order": range(7),
+                           "parent": ["", "a", "b", "b", "", "d", "d"]})
+    calls = stage_calls(stages, other=True)
+    keep, parents, labels = collapse_chains(calls, parent_keys(calls), list(calls["stage"]))
+    assert [k for k, kept in zip(calls["key"], keep) if kept] == ["a#0", "b/other#0", "d#0",
+                                                                   "e#0", "f#0"]
+    assert labels[0] == "a \u203a b \u203a c"
+    assert [p for p, kept in zip(parents, keep) if kept] == [ROOT, "a#0", ROOT, "d#0", "d#0"]
+
+
 def test_a_run_page_holds_every_stage_chart_and_figure(runs):
     page_html = (runs["a"] / "report.html").read_text()
     data = _data(page_html)
@@ -61,15 +79,17 @@ def test_a_run_page_holds_every_stage_chart_and_figure(runs):
                                       "split-latency"]
     assert data["stages"] == ["stem#0", "sizes#0", "body#0", "conv#0", "head#0", "head#1"]
     icicle = data["charts"]["icicle"]["data"][0]
-    # every 'other' block under its parent, in forward order: body/other after conv
-    assert icicle["ids"] == [ROOT, "stem#0", "sizes#0", "body#0", "conv#0", "body/other#0",
+    # every 'other' block under its parent, in forward order; body's only stage, conv, is
+    # drawn in one block with it (body › conv)
+    assert icicle["ids"] == [ROOT, "stem#0", "sizes#0", "body#0", "body/other#0",
                              "head#0", "head#1", "other#0"]
-    assert icicle["parents"] == ["", ROOT, ROOT, ROOT, "body#0", "body#0", ROOT, ROOT, ROOT]
+    assert icicle["parents"] == ["", ROOT, ROOT, ROOT, "body#0", ROOT, ROOT, ROOT]
+    assert icicle["labels"][3] == "body \u203a conv"
     flops = next(b for b in data["charts"]["icicle"]["layout"]["updatemenus"][0]["buttons"]
                  if b["label"] == "FLOPs")["args"][0]["values"][0]
     # hand counts: stem 2*55296, body's ReLU 2048 (its other block) beside its conv
-    # 2*147456, head 2*4096, nothing outside the top-level stages
-    assert _values(flops) == [0.0, 110592, 0, 0, 294912, 2048, 8192, 8192, 0]
+    # 2*147456 (the body › conv block's own), head 2*4096, nothing outside the stages
+    assert _values(flops) == [0.0, 110592, 0, 294912, 2048, 8192, 8192, 0]
     payload = data["charts"]["payload"]["data"]
     zero = next(t for t in payload if t["name"] == "output of 0 bytes")
     assert zero["customdata"] == ["sizes#0"]
@@ -114,7 +134,7 @@ def test_a_sweep_page_has_a_row_per_job_and_the_failed_reason(runs):
     page = report_page([runs["sweep"]])
     page_html = page.render()
     rows = page.data["sweep_plot"]["rows"]
-    assert [r["job"] for r in rows] == ["0_tiny", "1_tiny", "2_tiny"]
+    assert [r["job"] for r in rows] == ["model.width=4", "model.width=8", "model.width=16"]
     assert [r["model.width"] for r in rows] == ["4", "8", "16"]
     assert rows[0]["GFLOPs"] == pytest.approx(2 * (3 * 9 * 4 + 4 * 9 * 4 + 4 * 2 * 2) * 256 / 1e9
                                               + 4 * 256 / 1e9)
@@ -122,7 +142,19 @@ def test_a_sweep_page_has_a_row_per_job_and_the_failed_reason(runs):
     assert "RuntimeError: input.size=[1,1] is below the stem&#39;s kernel" in page_html
     stacked = page.charts["stacked"].to_plotly_json()["data"]
     assert [t["name"] for t in stacked] == ["stem", "sizes", "body", "head"]
-    assert list(stacked[0]["x"]) == ["0_tiny", "1_tiny"]
+    assert list(stacked[0]["x"]) == ["model.width=4", "model.width=8"]
+    assert dict(page.facts)["swept options"] == "model.width"
+
+
+def test_only_the_options_that_vary_are_swept():
+    """``device=cpu`` given to every job is not a swept option."""
+    from types import SimpleNamespace
+
+    from profiling.reports.runs import swept_options
+
+    records = [SimpleNamespace(overrides={"device": "cpu", "input.size": size}, config={})
+               for size in ("[64,64]", "[128,128]")]
+    assert swept_options(records) == ["input.size"]
 
 
 @pytest.mark.parametrize("case, expected", [
@@ -151,10 +183,27 @@ def test_options_that_differ_from_the_defaults_head_the_page(runs):
     defaults = {"model": {"name": "tiny", "width": 8}, "input": {"size": [16, 16], "batch": 1},
                 "run": {"repeats": 5, "dtype": "float32"}, "device": {"name": "cpu"}}
     page = report_page([runs["b"]], defaults=lambda r: defaults)
-    facts = dict(page.facts)
-    assert facts["options (not default)"] == "model.width=16, run.repeats=3"
-    assert facts["model"] == "tiny" and facts["dtype"] == "float32"
+    facts, strip = dict(page.facts), dict(page.strip)
+    assert facts["options (not default)"] == "model.width=16 run.repeats=3"
+    assert facts["model"] == "tiny" and strip["precision"] == "float32"
     assert record.meta["versions"]["torch"] == facts["torch"]
+    assert strip["parameters"] == f"{record.meta['parameters']:,}"
+    assert strip["input"] == "1\u00d73\u00d716\u00d716"  # what the first stage received
+
+
+def test_a_run_page_lists_the_recorded_options_and_report_true():
+    """meta.json's ``options`` (what differs from the defaults: no ``model=NAME`` that is the
+    default) are listed, and ``report=true``, which says how the page was made."""
+    from types import SimpleNamespace
+
+    from profiling.reports.html.header import option_changes
+
+    record = SimpleNamespace(meta={"options": ["model.stage_depth=2"]}, overrides={
+        "model": "faster_rcnn", "model.stage_depth": "2", "report": "true"},
+        config={"report": True})
+    assert option_changes(record) == ["model.stage_depth=2", "report=true"]
+    record.meta = {}
+    assert option_changes(record) == ["model=faster_rcnn", "model.stage_depth=2", "report=true"]
 
 
 def test_report_true_writes_the_page_with_the_run(tmp_path):
@@ -168,13 +217,13 @@ def test_report_true_writes_the_page_with_the_run(tmp_path):
     assert data["stages"][:3] == ["encoder#0", "stem#0", "layer1#0"]
 
 
-@pytest.mark.parametrize("given, shown", [([16, 24], "batch 2, size 16x24"),
+@pytest.mark.parametrize("given, shown", [([16, 24], "batch 2, size 16\u00d724"),
                                           (None, "batch 2, size the model default")])
 def test_the_header_says_the_input_size_or_that_it_is_the_default(given, shown):
     from profiling.reports.html.header import run_facts
 
     record = read_run_like({"input": {"size": given, "batch": 2}})
-    assert dict(run_facts(record))["input"] == shown
+    assert dict(run_facts(record))["input asked for"] == shown
 
 
 def read_run_like(config: dict):
@@ -198,3 +247,38 @@ def test_the_ratio_chart_gives_every_stage_call_a_labelled_row(runs):
     assert figure.layout.height == 120 + 22 * rows
     assert (figure.layout.margin.t, figure.layout.margin.b) == (30, 50)
     assert (figure.layout.yaxis.tickmode, figure.layout.yaxis.dtick) == ("linear", 1)
+
+
+@pytest.mark.parametrize("value, shown", [(3461.2, "3,461"), (1234567.8, "1,234,568"),
+                                          (7.1e-4, "0.000710"), (12.345, "12.3"),
+                                          (9.996, "10.0"), (0.5, "0.500"), (None, "-")])
+def test_pages_write_numbers_plainly(value, shown):
+    from profiling.reports.html.formatting import significant
+
+    assert significant(value) == shown
+
+
+def test_intervals_take_an_en_dash_and_large_changes_a_factor():
+    from profiling.reports.html.formatting import factor, span
+
+    assert span(3461, 3972) == "3,461\u20133,972" and span(None, 2) == "-"
+    assert (factor(12.34), factor(0.05), factor(1.125), factor(0.8)) == (
+        "12.3x", "1/20.0x", "+12.5%", "\u221220.0%")
+
+
+def test_the_stage_detail_panel_holds_a_call_s_figures(runs):
+    """What the panel shows for body's conv, against hand counts: 3x3 conv 8->8 channels on
+    16x16, 2 * 8*8*9 * 256 FLOPs; an 8x16x16 float32 map in and out; the times of times.csv
+    in the order the repeats ran."""
+    from profiling.reports.html.formatting import significant
+    from profiling.reports.html.run_page import run_page
+
+    details = dict(map(tuple, run_page(runs["a"]).data["details"]["conv#0"]))
+    assert details["inside"] == "body" and details["calls of this stage"] == "1"
+    assert details["GFLOPs"] == "0.000295" and 2 * 8 * 8 * 9 * 256 == 294912
+    assert details["input MB"] == details["output MB"] == "0.00819"  # 8*16*16*4 bytes
+    assert details["output shapes"] == "[1, 8, 16, 16]"
+    times = pd.read_csv(runs["a"] / "times.csv")
+    conv = times[times["stage"] == "conv"].sort_values("repeat")["cpu_time_ms"]
+    assert details["each repeat (ms)"] == ", ".join(significant(t) for t in conv)
+    assert details["75% CI"].endswith(" ms") and "\u2013" in details["75% CI"]

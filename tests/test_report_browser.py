@@ -4,6 +4,7 @@ chromium is not installed (CI installs it)."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -23,7 +24,7 @@ pytestmark = [pytest.mark.slow,
 def pages(tmp_path_factory):
     root = tmp_path_factory.mktemp("pages")
     a, b = tiny_run(root / "a"), tiny_run(root / "b", width=16)
-    return {"run": (write_report([a]), 5), "comparison": (write_report([a, b]), 1),
+    return {"run": (write_report([a]), 5), "comparison": (write_report([a, b]), 2),
             "sweep": (write_report([tiny_sweep(root / "sweep")]), 2)}
 
 
@@ -40,3 +41,49 @@ def test_the_page_renders_with_its_charts_and_no_errors(kind, pages, tmp_path):
     for name in names:
         assert f">{name}<" in shown.dom or f">\u2003{name}<" in shown.dom, name
     assert shown.screenshot.stat().st_size > 30_000  # a drawn page, not a blank one
+
+
+def _rows(dom: str, table_id: str) -> list[str]:
+    table = dom[dom.index(f'id="{table_id}"'):]
+    table = table[:table.index("</table>")]
+    return [html.unescape(name) for name in re.findall(
+        r'<tr data-(?:key="[^"]*" data-)?name="([^"]*)"', table)]
+
+
+@pytest.fixture(scope="module")
+def shown(pages, tmp_path_factory):
+    """Each page as the browser drew it."""
+    root = tmp_path_factory.mktemp("shots")
+    return {kind: render(page, root / f"{kind}.png").dom for kind, (page, _) in pages.items()}
+
+
+def test_the_run_page_reads_in_forward_order_with_plain_numbers(shown):
+    dom = shown["run"]
+    # every 'other' row under its parent: body/other after body's conv, the forward's last
+    assert _rows(dom, "stages") == ["stem", "sizes", "body", "conv", "body/other", "head",
+                                    "head[1]", "other"]
+    assert ">75% CI ms</th>" in dom  # 3 repeats: the interval's true coverage
+    strip = dom[dom.index('class="strip"'):dom.index('class="facts"')]
+    assert re.search(r"<span>forward</span><b>[\d,.]+ ms \(75% CI [\d,.]+\u2013[\d,.]+\)</b>",
+                     strip)
+    assert "<span>precision</span><b>float32</b>" in strip
+    assert "<span>input</span><b>1\u00d73\u00d716\u00d716</b>" in strip
+    # no scientific notation anywhere the browser drew text: cells, ticks, labels
+    assert not re.search(r">[-\u2212]?\d+(\.\d+)?e[+-]\d+<", dom)
+    assert re.search(r"<td[^>]*>[\d.,]+\u2013[\d.,]+</td>", dom)  # an interval, en dash
+    assert "options (not default)</dt><dd>model.width=8</dd>" in dom
+
+
+def test_the_comparison_puts_other_rows_under_their_parents(shown):
+    dom = shown["comparison"]
+    assert _rows(dom, "compare-B") == ["(forward)", "stem", "sizes", "body", "conv",
+                                       "body/other", "head", "head[1]", "other"]
+    assert "change of the median CPU time" in dom and "run / A" in dom  # axes in words
+    assert not re.search(r">[-\u2212]?\d+(\.\d+)?e[+-]\d+<", dom)
+
+
+def test_the_sweep_names_jobs_by_their_swept_values(shown):
+    dom = shown["sweep"]
+    assert "swept options</dt><dd>model.width</dd>" in dom
+    assert ">model.width=4<" in dom and ">model.width=8<" in dom  # the stacked chart's jobs
+    assert re.search(r"<th[^>]*>noise</th>", dom)

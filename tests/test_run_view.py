@@ -121,8 +121,9 @@ def _check_faces(folder: Path, rows: list[str], calls: list[str], label: str,
     assert named == calls
     assert list(terminal) == rows
     assert [name for name, _ in table] == calls
-    icicle = _page_data(page)["charts"]["icicle"]["data"][0]["ids"][1:]
-    assert icicle == [f"{s}#{c}" for s, c in zip(stages["stage"], stages["call_index"])]
+    icicle = _page_data(page)["charts"]["icicle"]["data"][0]["labels"][1:]
+    # each call a block, or with the only stage call inside it one block (body › conv)
+    assert [name for label in icicle for name in label.split(" \u203a ")] == calls
     assert len(bars) >= 2 and set(bars) <= set(rows)  # time.png: the top level, or deeper
 
     # the interval's label, its true coverage for the repeats made, on every face
@@ -158,10 +159,10 @@ def _check_faces(folder: Path, rows: list[str], calls: list[str], label: str,
     shown = f"{math.floor(percent * 10) / 10:.1f}%" if 99 < percent < 100 else f"{percent:.0f}%"
     assert line.startswith(f"coverage: {shown} of the time")
     assert f"Coverage: {shown} of the time" in page
-    # the precision that ran, the same on the terminal and the page
+    # the precision that ran, the same on the terminal and the page's strip
     shown = next(line for line in lines if line.startswith("precision: "))[len("precision: "):]
     assert precision in shown.split()
-    assert f"<dt>dtype</dt><dd>{html.escape(shown)}" in page
+    assert re.search(rf"<span>precision</span><b>{re.escape(html.escape(shown))}</b>", page)
 
 
 def test_every_face_of_a_pytorch_run_states_the_same_rows_labels_and_numbers(tmp_path):

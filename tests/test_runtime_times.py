@@ -193,12 +193,14 @@ def test_a_runtime_run_gets_the_noise_verdict_of_a_pytorch_run(tmp_path):
 
 
 def test_the_page_header_says_the_precision_the_runtime_executed():
-    from types import SimpleNamespace
+    from profiling.reports.view import executed_precision
 
-    from profiling.reports.html.header import run_facts
+    meta = {"deployment": {"runtime": "openvino", "inference_precision": "bfloat16",
+                           "executed_precision": {"bfloat16": 0.8, "float32": 0.2}},
+            "config": {"run": {"dtype": "bfloat16"}}}
+    assert executed_precision(meta) == "bfloat16 80% + float32 20% of node time"
+    meta["deployment"]["executed_precision"] = {"bfloat16": 1.0}
+    assert executed_precision(meta) == "bfloat16"
+    assert executed_precision({"config": {"run": {"dtype": "float32"}}}) == "float32"  # PyTorch
 
-    meta = {"deployment": {"runtime": "openvino", "inference_precision": "bfloat16"}}
-    record = SimpleNamespace(meta=meta, config={"run": {"dtype": "bfloat16"}}, overrides=[])
-    assert dict(run_facts(record))["dtype"] == "bfloat16, executed in bfloat16 by openvino"
-    record = SimpleNamespace(meta={}, config={"run": {"dtype": "float32"}}, overrides=[])
-    assert dict(run_facts(record))["dtype"] == "float32"  # a PyTorch run
+

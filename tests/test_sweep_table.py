@@ -31,6 +31,16 @@ def test_one_row_per_job_with_the_swept_options_and_the_failures_reason():
         "2_net  [128,128]   ok            51.0    8.00"]
 
 
+def test_a_job_with_unreliable_timings_is_marked_and_its_noise_shown():
+    table = _collected().assign(noise=["reliable (CV 1.0%)"] * 3 + [None]
+                                + ["UNRELIABLE (CV 105.0%)"])
+    lines = format_sweep_table(table)
+    assert lines[0] == "job    input.size  status  forward ms  noise                   GFLOPs"
+    assert lines[1] == "0_net  [64,64]     ok            12.3  reliable (CV 1.0%)        2.50"
+    assert lines[3] == "2_net  [128,128]   ok !          51.0  UNRELIABLE (CV 105.0%)    8.00"
+    assert lines[4].startswith("! unreliable timings")
+
+
 def test_a_sweep_prints_its_table_at_the_end(tmp_path, capsys, monkeypatch):
     outcome = run_main(profile_main, ["-m", "model=gmflow", "device=meta", "summary=false",
                                       "input.size=[64,64],[60,60]",

@@ -29,7 +29,7 @@ from ..statistics.intervals import (RATIO_CI_METHOD, coefficient_of_variation, i
 from ..statistics.paired import AB_MIN_CHANGE, AB_RULE, paired_significance
 from ..statistics.thresholds import MIN_CHANGE
 from .labels import printable, right_aligned, shorten
-from .numbers import significant
+from .numbers import plain, significant
 from .record import Run, RunRecord, as_record
 from .runs import flatten_config, forward_median
 from .view import extra_metrics, forward_order
@@ -118,16 +118,16 @@ def _cell(value: float, scale: float = 1.0) -> str:
     return "-" if value is None or pd.isna(value) else significant(value * scale)
 
 
-#: From this change on (percent), a change is written as the factor B/A (``x52.1``).
-FACTOR_FROM_PERCENT = 1000.0
+#: From this change on (percent), a change is written as the factor B/A (``x52.1``): 10x.
+FACTOR_FROM_PERCENT = 900.0
 
 
 def _percent(first: float, second: float, decimals: int = 1) -> str:
-    """B's change from A in percent (``+12.5%``), or as the factor B/A where that is at least
-    :data:`FACTOR_FROM_PERCENT` (``x5.21e+09``, not ``+520833333233%``)."""
+    """B's change from A in percent (``+12.5%``), or as the factor B/A where B is at least
+    10x A (``x5,208,333,333``, not ``+520833333233%``)."""
     change = (second / first - 1) * 100
     if abs(change) >= FACTOR_FROM_PERCENT:
-        return f"x{second / first:.3g}"
+        return f"x{plain(second / first)}"
     return f"{change:+.{decimals}f}%"
 
 

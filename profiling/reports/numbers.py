@@ -1,12 +1,13 @@
 """Numbers as people read them: three significant figures in every human-readable table (the
-terminal, ``payload.log``, Markdown). CSV files keep full precision."""
+terminal, ``payload.log``, Markdown), written plainly on the report pages (:func:`plain`). CSV
+files keep full precision."""
 
 from __future__ import annotations
 
 import math
 from typing import Optional
 
-__all__ = ["significant"]
+__all__ = ["significant", "plain"]
 
 
 def significant(value: Optional[float], digits: int = 3, missing: str = "-") -> str:
@@ -29,4 +30,19 @@ def significant(value: Optional[float], digits: int = 3, missing: str = "-") -> 
     text = f"{value:.{decimals}f}"
     if decimals and len(text.lstrip("-").replace(".", "").lstrip("0")) > digits:
         text = f"{value:.{decimals - 1}f}"  # 9.995 rounds up to 10.0: one decimal fewer
+    return text
+
+
+def plain(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant figures as the report pages write every number:
+    thousands separators (``3,461``), never scientific notation (``0.000710``, not
+    ``7.10e-04``), trailing zeros kept (``0.500``)."""
+    if value == 0 or not math.isfinite(value):
+        return significant(value, digits)
+    if abs(value) >= 10 ** (digits - 1):
+        return f"{round(value):,}"
+    decimals = digits - 1 - math.floor(math.log10(abs(value)))
+    text = f"{value:,.{decimals}f}"
+    if len(text.lstrip("-").replace(".", "").replace(",", "").lstrip("0")) > digits:
+        text = f"{value:,.{max(decimals - 1, 0)}f}"  # 9.995 rounds up to 10.0
     return text

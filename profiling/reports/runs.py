@@ -23,7 +23,7 @@ from ..files.writing import write_file
 from .record import ERROR_FILE, META_FILE, RunRecord, read_run
 
 __all__ = ["find_runs", "collect_runs", "write_failure", "flatten_config", "write_table",
-           "forward_median", "TABLE_FORMATS"]
+           "forward_median", "noise_summary_cell", "swept_options", "TABLE_FORMATS"]
 
 #: The table formats :func:`write_table` writes, by file extension.
 TABLE_FORMATS = (".csv", ".parquet")
@@ -87,6 +87,15 @@ def _option_columns(records: Sequence[RunRecord]) -> list[str]:
     return [k for k in every if len({json.dumps(f.get(k), default=str) for f in flats}) > 1]
 
 
+def swept_options(records: Sequence[RunRecord]) -> list[str]:
+    """The options whose values differ between the finished and failed jobs of a sweep
+    (an override every job was given alike, ``device=cpu``, is not swept)."""
+    options = _option_columns(records)
+    values = [_option_values(record, options) for record in records]
+    return [option for option in options if len(records) < 2 or len(
+        {json.dumps(v.get(option), default=str) for v in values}) > 1]
+
+
 def _option_values(record: RunRecord, columns: Sequence[str]) -> dict[str, Any]:
     flat = flatten_config(record.config)
     return {c: record.overrides[c] if c in record.overrides else flat.get(c) for c in columns}
@@ -98,6 +107,22 @@ def forward_median(meta: Mapping[str, Any]) -> Optional[float]:
     return float(pd.Series(times, dtype=float).median()) if len(times) else None
 
 
+def noise_summary_cell(meta: Mapping[str, Any]) -> str:
+    """A job's noise in a few words for one cell: ``reliable (CV 1.2%)``, ``UNRELIABLE (CV
+    105%, loaded)``, ``not timed``; the whole verdict is in its ``meta.json``."""
+    from ..statistics.noise import loaded_reason, unreliable_reasons
+
+    noise = meta.get("noise") or {}
+    if not noise:
+        return "not timed" if not meta.get("forward_ms") else "not recorded"
+    cv = noise.get("forward_cv")
+    parts = [f"CV {cv:.1%}"] if cv is not None else []
+    if loaded_reason(noise):
+        parts.append("loaded")
+    verdict = "UNRELIABLE" if unreliable_reasons(noise) else "reliable"
+    return f"{verdict} ({', '.join(parts)})" if parts else verdict
+
+
 def collect_runs(directories: Iterable[PathLike], root: Optional[PathLike] = None, *,
                  broken: Optional[list[str]] = None) -> pd.DataFrame:
     """One table of every stage call of every run, failed runs as one row with their error.
@@ -105,7 +130,8 @@ def collect_runs(directories: Iterable[PathLike], root: Optional[PathLike] = Non
     Columns: ``run`` (the directory, relative to ``root`` when given), ``status``, ``error``,
     then the runs' options (the overrides they were started with; when none was recorded, the
     config keys whose values differ between the runs), ``model``, ``device``, ``device_name``,
-    ``parameters``, ``forward_ms_median``, and the columns of ``stages.csv``.
+    ``parameters``, ``forward_ms_median``, ``forward_cv`` (the forward's coefficient of
+    variation), ``noise`` (:func:`noise_summary_cell`), and the columns of ``stages.csv``.
 
     Args:
         broken: when given, a directory whose files cannot be read is left out and its problem
@@ -131,7 +157,9 @@ def collect_runs(directories: Iterable[PathLike], root: Optional[PathLike] = Non
                 "device": (record.config.get("device") or {}).get("name"),
                 "device_name": record.meta.get("device_name"),
                 "parameters": record.meta.get("parameters"),
-                "forward_ms_median": forward_median(record.meta)}
+                "forward_ms_median": forward_median(record.meta),
+                "forward_cv": (record.meta.get("noise") or {}).get("forward_cv"),
+                "noise": noise_summary_cell(record.meta) if record.status == "ok" else None}
         if record.stages.empty:
             frames.append(pd.DataFrame([head]))
         else:

@@ -53,6 +53,7 @@ def job_files(job: ProfileJob, result: JobResult, run_dir: Union[str, Path]
         ceilings_source=(ceilings_reference(cfg.get("roofline"), ceilings)
                          if ceilings is not None else None),
         metadata={"device": str(device), "overrides": _job_overrides(),
+                  "options": _changed_options(cfg),
                   "checkpoint": getattr(result.model, "checkpoint_file", None),
                   "deployment": dict(result.deployed)}, directory=run_dir)
     files.update(result.files)
@@ -67,6 +68,17 @@ def write_job(job: ProfileJob, result: JobResult, run_dir: Union[str, Path]) -> 
     run_dir = Path(run_dir)
     paths = write_folder(run_dir, files, overwrite=bool(job.cfg.run.get("overwrite", False)))
     return RunFolder(result.profile, run_dir, paths, record.notes, record)
+
+
+def _changed_options(cfg: DictConfig) -> list[str]:
+    """The options of the Hydra job running now that differ from the defaults, as the run's
+    page lists them (``model=faster_rcnn`` is left out where it is the default)."""
+    overrides = _job_overrides()
+    if not overrides:
+        return []
+    from .changed_options import changed_options
+
+    return changed_options(overrides, cfg)
 
 
 def _job_overrides() -> list[str]:

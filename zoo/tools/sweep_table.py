@@ -34,16 +34,31 @@ def _text(value) -> str:
     return "-" if not isinstance(value, str) and pd.isna(value) else printable(value)
 
 
+#: The mark of a finished job whose timings are unreliable, and the line that explains it.
+UNRELIABLE_MARK = "!"
+UNRELIABLE_LEGEND = (f"{UNRELIABLE_MARK} unreliable timings (a loaded machine, or forward times "
+                     f"that vary by more than 5%): the noise column says which")
+
+
+def _timed(runs: pd.DataFrame) -> bool:
+    """Whether any job has a noise verdict worth a column (a timed one)."""
+    return "noise" in runs and runs["noise"].dropna().map(
+        lambda text: not str(text).startswith("not ")).any()
+
+
 def format_sweep_table(table: pd.DataFrame) -> list[str]:
     """The terminal lines of a sweep's collected ``table`` (``summary.csv``): a header, then
     per job its folder, the options that differ between the jobs, ``ok`` with the forward's
-    median time (ms, when timed) and GFLOPs (when counted), or ``failed:`` and its error."""
+    median time (ms, when timed), its noise (when timed; ``ok !`` where it is unreliable,
+    explained under the table) and GFLOPs (when counted), or ``failed:`` and its error."""
     if table.empty:
         return ["sweep: no job wrote a run folder"]
     runs = table.drop_duplicates("run").set_index("run", drop=False)
     options = _swept(runs)
     gflops = _gflops(table)
-    cells = [["job", *map(_text, options), "status", "forward ms", "GFLOPs"]]
+    noise = _timed(runs)
+    cells = [["job", *map(_text, options), "status", "forward ms",
+              *(["noise"] if noise else []), "GFLOPs"]]
     failed = [False]
     for run, row in runs.iterrows():
         head = [_text(run), *(_text(row[c]) for c in options)]
@@ -52,8 +67,12 @@ def format_sweep_table(table: pd.DataFrame) -> list[str]:
             cells.append(head + [f"failed: {_text(' '.join(str(row['error']).split()))}"])
         else:
             median, flops = row.get("forward_ms_median"), gflops.get(run, float("nan"))
-            cells.append(head + [str(row["status"]),
+            verdict = _text(row.get("noise")) if noise else ""
+            marked = verdict.startswith("UNRELIABLE")
+            cells.append(head + [f"{row['status']} {UNRELIABLE_MARK}" if marked
+                                 else str(row["status"]),
                                  significant(median) if pd.notna(median) else "-",
+                                 *([verdict] if noise else []),
                                  significant(flops) if pd.notna(flops) else "-"])
     status = len(options) + 1
     widths = [max(len(line[i]) for line, fail in zip(cells, failed)
@@ -62,7 +81,11 @@ def format_sweep_table(table: pd.DataFrame) -> list[str]:
     lines = []
     for line, fail in zip(cells, failed):
         parts = [cell if fail and i == status else
-                 f"{cell:<{widths[i]}}" if i <= status else f"{cell:>{widths[i]}}"
+                 f"{cell:<{widths[i]}}" if i <= status or cells[0][i] == "noise"
+                 else f"{cell:>{widths[i]}}"
                  for i, cell in enumerate(line)]
         lines.append("  ".join(parts).rstrip())
+    if any(line[len(options) + 1].endswith(f" {UNRELIABLE_MARK}") for line, fail
+           in zip(cells[1:], failed[1:]) if not fail):
+        lines.append(UNRELIABLE_LEGEND)
     return lines

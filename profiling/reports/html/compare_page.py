@@ -4,7 +4,7 @@ times, its 95% interval and the significance test of ``python -m zoo.compare``
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -14,10 +14,11 @@ from ..comparison import (FORWARD, MIN_CHANGE, compare_runs, config_differences,
                           significance_rule)
 from ..labels import printable
 from ..record import Run, RunRecord, as_record
-from .formatting import chart_labels, indent, significant, stage_key, stage_label
+from .formatting import (chart_labels, factor, hover_number, indent, significant, span,
+                         stage_key, stage_label)
 from .header import IGNORED_OPTIONS, model_name, noise_verdict
 from .page import Page, Section, chart_placeholder, escape
-from .tables import Column, Table, number_cell, text_cell
+from .tables import Cell, Column, Table, number_cell, text_cell
 
 __all__ = ["comparison_page", "check_comparable", "run_letters"]
 
@@ -63,9 +64,16 @@ def _time_metric(table: pd.DataFrame) -> str:
     return ""
 
 
-def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
+def _time_words(metric: str) -> str:
+    """``median CPU time`` for ``cpu_time_ms_median``: a column as an axis names it."""
+    return f"median {metric.split('_')[0].upper()} time"
+
+
+def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str,
+                  flops_ratios: Optional[dict[str, float]] = None) -> Any:
     """Per stage call, the time ratio of each run to A with its 95% interval; significant
-    changes drawn filled and red-edged, the others hollow."""
+    changes drawn filled and red-edged, the others hollow; each run's ratio of all counted
+    FLOPs to A's as a dashed reference line (``flops_ratios``, by letter)."""
     import plotly.graph_objects as go
 
     figure = go.Figure()
@@ -89,24 +97,79 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
                                                            "#64748b").tolist()}},
             text=np.where(significant_rows, "significant", "within the noise").tolist(),
             hovertext=[escape(name) for name in names],
-            hovertemplate="%{hovertext}<br>ratio %{x:.3f}<br>%{text}<extra>" + letter
+            hovertemplate="%{hovertext}<br>ratio " + hover_number("x") + "<br>%{text}<extra>" + letter
                           + "/A</extra>")
     count = max(len(labels or []), 1)
     figure.add_vline(x=1.0, line_dash="dot", line_color="#111")
+    for letter, ratio in (flops_ratios or {}).items():  # a line in the legend, not a label
+        figure.add_scatter(x=[ratio, ratio], y=[labels[0], labels[-1]] if labels else [],
+                           mode="lines", line={"dash": "dash", "color": "#7c3aed"},
+                           hoverinfo="skip", name=f"all FLOPs {letter}/A: {factor_text(ratio)}")
     figure.update_layout(
         height=120 + 22 * count,  # a row per stage call, every name shown
         margin={"t": 30, "l": 10, "r": 10, "b": 50},
-        xaxis={"type": "log", "title": {"text": f"time ratio to A ({metric}), 95% interval"}},
+        xaxis={"type": "log", "title": {"text": f"{_time_words(metric)}, run / A (log), with "
+                                                f"its 95% interval"}},
         yaxis={"autorange": "reversed", "automargin": True, "type": "category",
                "tickmode": "linear", "dtick": 1},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
     return figure
 
 
+def factor_text(ratio: float) -> str:
+    """A ratio as a label writes it: ``0.812x``, ``4.00x``."""
+    return f"{significant(ratio)}x"
+
+
+def _change_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
+    """Per stage call, how many ms each run's median time moved from A's, the largest
+    changes on top (the whole forward left out: it would dwarf every stage); red where
+    slower, green where faster, solid where significant."""
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    count = 1
+    for letter, table in tables.items():
+        rows = table[(table["present"] == "both") & (table["stage"] != FORWARD)].copy()
+        rows["change"] = rows[f"{metric}_b"] - rows[f"{metric}_a"]
+        rows = rows.dropna(subset=["change"])
+        rows = rows.reindex(rows["change"].abs().sort_values(ascending=False).index)
+        names = [stage_label(s, c) for s, c in zip(rows["stage"], rows["call_index"])]
+        marked = rows["significant"].fillna(False).astype(bool).to_numpy()
+        colours = np.where(rows["change"] > 0, "#b91c1c", "#15803d")
+        figure.add_bar(
+            x=rows["change"], y=chart_labels(names), orientation="h", name=f"{letter} \u2212 A",
+            customdata=[stage_key(s, c) for s, c in zip(rows["stage"], rows["call_index"])],
+            marker={"color": colours.tolist(), "opacity": np.where(marked, 1.0, 0.45).tolist()},
+            hovertext=[escape(name) for name in names],
+            hovertemplate="%{hovertext}<br>" + hover_number("x") + " ms<extra>" + letter
+                          + " \u2212 A</extra>")
+        count = max(count, len(rows))
+    figure.update_layout(
+        height=120 + 22 * count, barmode="group", showlegend=len(tables) > 1,
+        margin={"t": 30, "l": 10, "r": 10, "b": 50},
+        xaxis={"title": {"text": f"change of the {_time_words(metric)} (ms; below 0: "
+                                 f"faster)"}, "zeroline": True},
+        yaxis={"autorange": "reversed", "automargin": True, "type": "category",
+               "tickmode": "linear", "dtick": 1})
+    return figure
+
+
+def _flops_ratios(records: Sequence[RunRecord], letters: Sequence[str]) -> dict[str, float]:
+    """Each run's counted FLOPs over A's, where both were counted."""
+    def flops(record: RunRecord) -> Optional[float]:
+        return (record.meta.get("totals") or {}).get("flops")
+
+    reference = flops(records[0])
+    return {letter: flops(record) / reference for letter, record in zip(letters[1:], records[1:])
+            if reference and flops(record)}
+
+
 def _table(letter: str, table: pd.DataFrame, metric: str) -> Table:
     columns = [Column("stage", text=True), Column("present", text=True)]
     if metric:
-        columns += [Column("time A ms"), Column(f"time {letter} ms"), Column("change %"),
+        columns += [Column("time A ms"), Column(f"time {letter} ms"),
+                    Column("change", "from A, in percent; from 10x either way as a factor"),
                     Column("ratio 95% CI", text=True), Column("significant", text=True)]
     columns += [Column("out MB A"), Column(f"out MB {letter}")]
     if "flops_a" in table:
@@ -119,14 +182,13 @@ def _table(letter: str, table: pd.DataFrame, metric: str) -> Table:
         cells = [text_cell(indent(depth) + name, "name"), text_cell(row["present"])]
         if metric:
             first, second = row.get(f"{metric}_a"), row.get(f"{metric}_b")
-            change = (100 * (second / first - 1) if pd.notna(first) and pd.notna(second)
-                      and first else None)
+            ratio = second / first if pd.notna(first) and pd.notna(second) and first else None
             low, high = row.get("time_ratio_ci95_low"), row.get("time_ratio_ci95_high")
-            interval = (f"{significant(low)}-{significant(high)}"
-                        if pd.notna(low) and pd.notna(high) else "-")
+            interval = span(low, high)
             marked = bool(row.get("significant")) if pd.notna(row.get("significant")) else False
             cells += [number_cell(first), number_cell(second),
-                      number_cell(change, digits=2, css="significant" if marked else ""),
+                      Cell(factor(ratio), None if ratio is None else ratio,
+                           "significant" if marked else ""),
                       text_cell(interval), text_cell("yes *" if marked else "no",
                                                      "text significant" if marked else "text")]
         cells += [number_cell(row.get("out_bytes_a"), 1e-6),
@@ -148,6 +210,19 @@ def _only_in_one(letter: str, table: pd.DataFrame) -> str:
             lines.append(f"<li>only in {who} ({len(names)}): {escape(', '.join(names))}</li>")
     return ('<ul class="compact">' + "".join(lines) + "</ul>") if lines else \
         f"<p>Every stage call is in both A and {letter}.</p>"
+
+
+def _unreliable_note(records: Sequence[RunRecord], withheld: bool) -> str:
+    """What a mark still means when every run's timings are unreliable ("" otherwise)."""
+    if not all(noise_verdict(r.meta).startswith("UNRELIABLE") for r in records):
+        return ""
+    if withheld:
+        return (" Every run is unreliable and a machine was loaded, so no change is marked; "
+                "the intervals still show how far each run's own repeats spread.")
+    return (" Every run is unreliable: a mark still means that the runs' repeats differ by "
+            "more than their own spread and the threshold (raised to the larger forward CV), "
+            "but not that the change will repeat, since what disturbed the machine may have "
+            "changed between the runs, which no repeat sees.")
 
 
 def comparison_page(runs: Sequence[Run], *, min_change: float = MIN_CHANGE,
@@ -179,14 +254,21 @@ def comparison_page(runs: Sequence[Run], *, min_change: float = MIN_CHANGE,
     if metric:
         strictest = max(tables.values(), key=lambda t: float(t["min_change"].iloc[0])
                         if "min_change" in t and len(t) else min_change)
-        page.charts["ratios"] = _ratio_figure(tables, metric)
+        flops_ratios = _flops_ratios(records, letters)
+        page.charts["changes"] = _change_figure(tables, metric)
+        page.charts["ratios"] = _ratio_figure(tables, metric, flops_ratios)
         page.sections.append(Section(
-            "Time ratios", chart_placeholder("ratios"), anchor="ratios",
-            note=f"Each stage call's median time in a run over its median time in A, with the "
-                 f"95% interval of the ratio (percentile bootstrap over both runs' repeats). "
+            "Time changes and ratios", '<div class="row">' + chart_placeholder("changes")
+            + chart_placeholder("ratios") + "</div>", anchor="ratios",
+            note=f"Left: how many ms each stage call's median time moved from A, the largest "
+                 f"first (solid: significant). Right: its median time in a run over its "
+                 f"median time in A, in forward order, with the 95% interval of the ratio "
+                 f"(percentile bootstrap over both runs' repeats)"
+                 + (", and the ratio of all counted FLOPs as a dashed line" if flops_ratios
+                    else "") + ". "
                  f"Filled red diamonds are significant (the test of python -m zoo.compare): "
                  f"{significance_rule(strictest, metric, min_change)}; hollow circles are "
-                 f"within the noise."))
+                 f"within the noise." + _unreliable_note(records, bool(withheld))))
     for letter, table in tables.items():
         result = _table(letter, table, metric)
         depths = sorted({int(d) for d in table["depth"].dropna()})

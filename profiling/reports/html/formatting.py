@@ -8,10 +8,16 @@ from typing import Any, Sequence
 import pandas as pd
 
 from ..labels import printable
-from ..numbers import significant as rounded
+from ..numbers import plain
 
-__all__ = ["stage_key", "stage_label", "significant", "is_missing", "chart_labels", "indent",
-           "MAX_INDENT"]
+__all__ = ["stage_key", "stage_label", "significant", "span", "factor", "is_missing",
+           "chart_labels", "indent", "MAX_INDENT", "hover_number"]
+
+def hover_number(field: str, digits: int = 3) -> str:
+    """A plotly hover-template field (``%{y}``) as the page writes numbers: ``digits``
+    significant figures in plain decimals with thousands separators (d3's ``,.3~r``, as
+    ``assets/report.js`` gives every axis)."""
+    return f"%{{{field}:,.{digits}~r}}"
 
 #: The deepest nesting a name's indentation shows (deeper calls indent no further: 40 levels
 #: of em spaces made the payload chart's axis mostly blank).
@@ -40,9 +46,31 @@ def is_missing(value: Any) -> bool:
 
 
 def significant(value: Any, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant figures as every human-readable table writes it
-    (:func:`profiling.reports.numbers.significant`); ``"-"`` for any missing value."""
-    return "-" if is_missing(value) else rounded(float(value), digits)
+    """``value`` to ``digits`` significant figures, written plainly
+    (:func:`profiling.reports.numbers.plain`: ``3,461``, ``0.000710``); ``"-"`` for any
+    missing value."""
+    return "-" if is_missing(value) else plain(float(value), digits)
+
+
+def span(low: Any, high: Any, digits: int = 3) -> str:
+    """An interval as people write it, with an en dash: ``3,461–3,972``; ``"-"`` when
+    either end is missing."""
+    if is_missing(low) or is_missing(high):
+        return "-"
+    return f"{significant(low, digits)}–{significant(high, digits)}"
+
+
+def factor(ratio: Any) -> str:
+    """A change from a ratio ``B/A``: ``+12.5%`` (``-`` for a fall), and from 10x either way
+    the factor, ``12.3x`` or ``1/12.3x``, which a percentage hides (``+1130%``)."""
+    if is_missing(ratio) or float(ratio) <= 0:
+        return "-"
+    ratio = float(ratio)
+    if ratio >= 10:
+        return f"{significant(ratio)}x"
+    if ratio <= 0.1:
+        return f"1/{significant(1 / ratio)}x"
+    return f"{(ratio - 1) * 100:+.1f}%".replace("-", "−")
 
 
 def chart_labels(names: Sequence[Any]) -> list[str]:

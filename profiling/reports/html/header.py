@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from typing import Any, Mapping, Optional
+
+import pandas as pd
 
 from ...statistics.intervals import interval_label, median_interval
 from ..comparison import config_differences
 from ..record import RunRecord
 from ..runs import forward_median
-from ..view import executed_precision, noise_verdict
-from .formatting import significant
+from ..view import RunView, noise_verdict
+from .formatting import is_missing, significant, span
 
-__all__ = ["model_name", "option_changes", "noise_verdict", "run_facts", "IGNORED_OPTIONS"]
+__all__ = ["model_name", "option_changes", "noise_verdict", "run_facts", "run_strip",
+           "IGNORED_OPTIONS"]
 
 #: Config keys that change what a run writes or prints, not what it measures.
 IGNORED_OPTIONS = ("hydra", "summary", "plots", "trace", "report", "run.overwrite",
                    "device.collectors")
+#: Of those, the ones a run's page does not list (``report=true`` is listed: it says how the
+#: page was made).
+_UNLISTED = tuple(key for key in IGNORED_OPTIONS if key != "report")
 
 
 def model_name(config: Mapping[str, Any]) -> str:
@@ -26,17 +34,30 @@ def model_name(config: Mapping[str, Any]) -> str:
     return f"{model.get('name', '?')} ({arch})" if arch else str(model.get("name", "?"))
 
 
+def _typed(value: Any) -> str:
+    """A value as it is typed on the command line: ``[64,64]``, ``true``, ``swiftnet``."""
+    if isinstance(value, (list, tuple, bool)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
 def option_changes(record: RunRecord, defaults: Optional[Mapping[str, Any]] = None
                    ) -> list[str]:
     """``key=value`` for each option of the run that differs from ``defaults`` (the default
-    config of its model); without defaults, the overrides the run was started with."""
+    config of its model); without defaults, those ``meta.json`` recorded as differing
+    (``options``), else the overrides the run was started with. ``report=true`` is listed,
+    the options that only change what is printed are not."""
     if defaults is not None:
-        changes = {key: second for key, (first, second)
-                   in config_differences(defaults, record.config).items()}
+        changes = [f"{key}={_typed(second)}" for key, (first, second)
+                   in config_differences(defaults, record.config).items()]
+    elif record.meta.get("options") is not None:
+        changes = [str(option) for option in record.meta["options"]]
     else:
-        changes = dict(record.overrides)
-    return [f"{key}={value}" for key, value in changes.items()
-            if not key.startswith(IGNORED_OPTIONS) and not key.endswith("_target_")]
+        changes = [f"{key}={value}" for key, value in dict(record.overrides).items()]
+    if record.config.get("report") and not any(c.startswith("report=") for c in changes):
+        changes.append("report=true")
+    return [change for change in changes if not change.startswith(_UNLISTED)
+            and not change.split("=", 1)[0].endswith("_target_")]
 
 
 def _forward(meta: Mapping[str, Any]) -> str:
@@ -45,44 +66,62 @@ def _forward(meta: Mapping[str, Any]) -> str:
         return "not timed"
     forward = [float(value) for value in meta.get("forward_ms") or []]
     low, high = median_interval(forward)  # a runtime's run records no noise, only these
-    text = f"{significant(median)} ms median"
+    text = f"{significant(median)} ms"
     if not math.isnan(low):
-        text += f" ({interval_label(len(forward))[0]} {significant(low)}-{significant(high)} ms)"
+        text += f" ({interval_label(len(forward))[0]} {span(low, high)})"
     return text
 
 
-def _executed(meta: Mapping[str, Any]) -> str:
-    """``, executed in bfloat16 by openvino`` for a runtime run: the precision the runtime
-    says its floating operators ran in (``""`` for a PyTorch run)."""
-    deployed = meta.get("deployment") or {}
-    precision = deployed.get("inference_precision")
-    return f", executed in {precision} by {deployed.get('runtime')}" if precision else ""
+def _input_size(view: RunView) -> Optional[str]:
+    """The shapes the first stage call received, which is what the network ran on (a
+    detector's transform resizes ``input.size``)."""
+    rows = view.rows[view.rows["kind"] == "stage"] if "kind" in view.rows else view.rows
+    if "in_shapes" not in rows or not len(rows) or is_missing(rows["in_shapes"].iloc[0]):
+        return None
+    shapes = re.findall(r"\[([\d, ]+)\]", str(rows["in_shapes"].iloc[0]))
+    return " + ".join("\u00d7".join(shape.replace(" ", "").split(",")) for shape in shapes)
 
+
+def run_strip(view: RunView) -> list[tuple[str, str]]:
+    """The headline figures of a run in one strip: forward with its interval, GFLOPs,
+    parameters, peak MB, the size the network ran on and the precision that ran."""
+    meta = view.record.meta
+    strip = [("forward", _forward(meta))]
+    if view.total_flops is not None:
+        strip.append(("GFLOPs", significant(view.total_flops / 1e9)))
+    if meta.get("parameters") is not None:
+        strip.append(("parameters", f"{int(meta['parameters']):,}"))
+    if view.memory is not None and view.memory in view.rows:
+        strip.append(("peak MB", significant(
+            pd.to_numeric(view.rows[view.memory], errors="coerce").max())))
+    size = _input_size(view)
+    if size:
+        strip.append(("input", size))
+    strip.append(("precision", view.precision))
+    return strip
 
 def run_facts(record: RunRecord, defaults: Optional[Mapping[str, Any]] = None
               ) -> list[tuple[str, str]]:
-    """The header of a run: model, options, device, dtype, torch, noise, forward, ..."""
+    """The header of a run under its strip: model, options, device, deployment, torch,
+    noise, the input asked for, host, time and commit."""
     meta, config = record.meta, record.config
     run = config.get("run") or {}
-    deployment = [executed_precision(meta)] + [
-        name for name in ("autocast", "channels_last", "compile") if run.get(name)]
+    deployment = [name for name in ("autocast", "channels_last", "compile") if run.get(name)]
     size = (config.get("input") or {}).get("size")
     batch = (config.get("input") or {}).get("batch")
     changes = option_changes(record, defaults)
     facts = [("model", model_name(config)),
-             ("options (not default)", ", ".join(changes) if changes else "none"),
+             ("options (not default)", " ".join(changes) if changes else "none"),
              ("device", " / ".join(str(v) for v in (meta.get("device"), meta.get("device_name"))
-                                   if v)),
-             ("dtype", " + ".join(deployment) + _executed(meta)),
-             ("torch", str((meta.get("versions") or {}).get("torch", "?"))),
-             ("noise", noise_verdict(meta)),
-             ("forward", _forward(meta))]
+                                   if v))]
+    if deployment:
+        facts.append(("deployment", " + ".join(deployment)))
+    facts += [("torch", str((meta.get("versions") or {}).get("torch", "?"))),
+              ("noise", noise_verdict(meta))]
     if size is not None or batch is not None:
-        shown = "x".join(map(str, size)) if isinstance(size, (list, tuple)) else size
-        facts.append(("input", f"batch {batch if batch is not None else 1}, size "
-                               f"{shown if size is not None else 'the model default'}"))
-    if meta.get("parameters") is not None:
-        facts.append(("parameters", f"{int(meta['parameters']):,}"))
+        shown = "\u00d7".join(map(str, size)) if isinstance(size, (list, tuple)) else size
+        facts.append(("input asked for", f"batch {batch if batch is not None else 1}, size "
+                                         f"{shown if size is not None else 'the model default'}"))
     facts += [(label, str(meta[key])) for label, key in
               (("host", "host"), ("time", "time"), ("git commit", "git_commit"))
               if meta.get(key)]

@@ -92,7 +92,7 @@ def _asset(name: str) -> str:
 
 def chart_placeholder(chart_id: str, height: Optional[int] = None) -> str:
     """The element a chart of the page's data (``charts``, by ``id``) is drawn into."""
-    style = f' style="height:{int(height)}px"' if height else ""
+    style = f' style="height:{int(height)}px;min-height:0"' if height else ""
     return f'<div class="chart" id="{escape(chart_id)}"{style}></div>'
 
 
@@ -116,7 +116,9 @@ class Section:
 class Page:
     """A report page: its kind (``run``, ``comparison``, ``sweep``), title, facts for the
     header, sections, the figures of its charts (``{id: plotly figure}``) and more data for
-    its script."""
+    its script; a run's page adds the strip of its headline figures (``label, value``) and
+    a banner (the noise verdict, when its timings are unreliable) and links to the files
+    beside it (``text, relative href``)."""
 
     kind: str
     title: str
@@ -125,13 +127,23 @@ class Page:
     charts: dict[str, Any] = field(default_factory=dict)
     data: Mapping[str, Any] = field(default_factory=dict)
     warnings: Sequence[str] = ()
+    strip: Sequence[tuple[str, str]] = ()
+    banner: str = ""
+    links: Sequence[tuple[str, str]] = ()
 
     def _header(self) -> str:
         facts = "".join(f"<dt>{escape(label)}</dt><dd>{escape(value)}</dd>"
                         for label, value in self.facts)
         warnings = "".join(f'<p class="warning">{escape(w)}</p>' for w in self.warnings)
-        return (f'<header><h1>{escape(self.title)}</h1><dl class="facts">{facts}</dl>'
-                f"{warnings}</header>")
+        banner = f'<p class="banner">{escape(self.banner)}</p>' if self.banner else ""
+        strip = "".join(f'<div><span>{escape(label)}</span><b>{escape(value)}</b></div>'
+                        for label, value in self.strip)
+        strip = f'<div class="strip">{strip}</div>' if strip else ""
+        links = " ".join(f'<a href="{escape(href)}">{escape(text)}</a>'
+                         for text, href in self.links)
+        links = f'<p class="links">{links}</p>' if links else ""
+        return (f'<header><h1>{escape(self.title)}</h1>{banner}{strip}'
+                f'<dl class="facts">{facts}</dl>{links}{warnings}</header>')
 
     def render(self) -> str:
         """The whole page, one string of HTML."""

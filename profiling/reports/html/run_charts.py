@@ -11,12 +11,12 @@ import pandas as pd
 
 from ...statistics.aggregate import first_column, time_column
 from ...counting.roofline import Ceilings, attainable_flops, stage_points
-from .formatting import chart_labels, indent, significant, stage_label
+from .formatting import chart_labels, hover_number, indent, significant, stage_label
 from .page import chart_label, escape
-from .stage_tree import ROOT, exclusive_values, parent_keys, stage_calls
+from .stage_tree import ROOT, collapse_chains, exclusive_values, parent_keys, stage_calls
 
 __all__ = ["icicle_metrics", "icicle_figure", "payload_figure", "roofline_figure",
-           "memory_column"]
+           "memory_column", "axis_scale"]
 
 #: The most legend entries drawn in a row above a chart.
 _LEGEND_ABOVE = 8
@@ -37,69 +37,106 @@ def memory_column(stages: pd.DataFrame) -> Optional[str]:
 
 def icicle_metrics(stages: pd.DataFrame, forward_ms: Optional[float],
                    total_flops: Optional[float]) -> list[tuple[str, str, str, Optional[float]]]:
-    """The metrics the icicle can be sized by, those the run has: ``(label, column, unit,
-    the whole forward's value or None)``; time first."""
-    time, memory = time_column(stages), memory_column(stages)
-    candidates = [("time", time, "ms", forward_ms), ("FLOPs", "flops", "FLOP", total_flops),
-                  ("payload bytes", "out_bytes", "bytes", None),
-                  ("memory peak", memory, "MB", None)]
+    """The metrics the icicle can be sized by, those the run has and that add up (a parent
+    is the sum of its parts): ``(label, column, unit, the whole forward's value or None)``;
+    time first. Payload and memory peaks do not add up and are drawn as bars instead."""
+    time = time_column(stages)
+    candidates = [("time", time, "ms", forward_ms), ("FLOPs", "flops", "FLOP", total_flops)]
     return [(label, column, unit, total) for label, column, unit, total in candidates
             if column is not None and column in stages
             and pd.to_numeric(stages[column], errors="coerce").fillna(0).gt(0).any()]
 
 
-def _hover(labels: list[str], values: pd.Series, unit: str, total: float) -> list[str]:
+#: The colour of the blocks that no stage names (``other``, the forward's own part).
+OTHER_COLOUR = "#c4c9d2"
+#: The pixels of one level of the icicle, enough for a line of 11 px text.
+LEVEL_PX = 24
+
+
+def self_colours(own: np.ndarray, other: np.ndarray) -> list[str]:
+    """A colour per block from its own (self) value: pale yellow for none to deep red for
+    the largest, on a square-root scale; :data:`OTHER_COLOUR` for ``other`` blocks."""
+    top = float(own.max()) if len(own) and own.max() > 0 else 1.0
+    heat = np.sqrt(np.clip(own / top, 0.0, 1.0))
+    return [OTHER_COLOUR if grey else f"hsl({48 - 48 * t:.0f},90%,{90 - 42 * t:.0f}%)"
+            for t, grey in zip(heat, other)]
+
+
+def _block_text(labels: list[str], values: pd.Series, unit: str, whole: float) -> list[str]:
+    """``name · 12.3 ms · 4.5%``: what a block says where it is wide enough."""
+    return [f"{label} \u00b7 {significant(value)} {unit}"
+            + (f" \u00b7 {100 * value / whole:.1f}%" if whole > 0 else "")
+            for label, value in zip(labels, values)]
+
+
+def _hover(labels: list[str], values: pd.Series, unit: str, total: float,
+           other: np.ndarray) -> list[str]:
     return [f"<b>{escape(label)}</b><br>{significant(value)} {unit}"
             + (f" ({100 * value / total:.1f}% of the forward)" if total > 0 else "")
-            for label, value in zip(labels, pd.to_numeric(values, errors="coerce").fillna(0))]
+            + ("<br>what its parent ran outside its stages" if grey else "")
+            for label, value, grey in zip(labels, values, other)]
 
 
 def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
                   total_flops: Optional[float] = None) -> Optional[Any]:
-    """An icicle of the stage calls under the whole forward, sized by time (buttons switch to
-    FLOPs, payload bytes and memory); ``None`` when the run has none of these.
+    """An icicle of the stage calls under the whole forward, sized by time (a button
+    switches to FLOPs); ``None`` when the run has neither.
 
-    Time and FLOPs add up: a block is as wide as the call, and the forward's own part is what
-    ran outside every stage. Payload and memory peaks do not add up: a parent is drawn at
-    least as wide as its children together.
+    A block is as wide as the call, the forward's own part is what ran outside every stage,
+    each block's colour is its self value (what no child of it ran), ``other`` blocks are
+    grey, a label (``name · ms · %``) is hidden rather than shrunk where the block is too
+    narrow, and a level is :data:`LEVEL_PX` high.
     """
     metrics = icicle_metrics(stages, forward_ms, total_flops)
     if not metrics:
         return None
     calls = stage_calls(stages, other=True)
-    parents = parent_keys(calls)
-    labels = [stage_label(s, c) for s, c in zip(calls["stage"], calls["call_index"])]
+    keep, parents, labels = collapse_chains(
+        calls, parent_keys(calls),
+        [stage_label(s, c) for s, c in zip(calls["stage"], calls["call_index"])])
+    calls = calls[keep]
+    parents = [p for p, kept in zip(parents, keep) if kept]
+    labels = [label for label, kept in zip(labels, keep) if kept]
+    shown = chart_labels(labels)
+    other = (calls["kind"] == "other").to_numpy()
     versions = []
     for label, column, unit, total in metrics:
-        values = pd.to_numeric(calls[column], errors="coerce").fillna(0.0)
+        values = pd.to_numeric(calls[column], errors="coerce").fillna(0.0).clip(lower=0)
         top = float(values[calls["depth"] == 0].sum())
         whole = total if total is not None and total >= top else top
         own, root = exclusive_values(calls, parents, values, whole if total else None)
         outside = f"<br>outside every stage: {significant(root)} {unit}" if total else ""
-        hover = [f"<b>forward</b><br>{significant(whole)} {unit}{outside}",
-                 *_hover(labels, values, unit, whole)]
-        versions.append((label, [root, *own], hover))
+        versions.append((label, [root, *own], {
+            "hovertext": [f"<b>forward</b><br>{significant(whole)} {unit}{outside}",
+                          *_hover(labels, values, unit, whole, other)],
+            "text": [f"forward \u00b7 {significant(whole)} {unit}",
+                     *_block_text(shown, values, unit, whole)],
+            "marker.colors": [OTHER_COLOUR, *self_colours(own, other)]}))
     go = _go()
+    first = versions[0][2]
     figure = go.Figure(go.Icicle(
-        ids=[ROOT, *calls["key"]], labels=["forward", *chart_labels(labels)],
-        parents=["", *parents],
+        ids=[ROOT, *calls["key"]], labels=["forward", *shown], parents=["", *parents],
         values=versions[0][1], branchvalues="remainder", customdata=[ROOT, *calls["key"]],
-        hovertext=versions[0][2], hovertemplate="%{hovertext}<extra></extra>",
-        marker={"line": {"width": 1, "color": "#fff"}}, tiling={"orientation": "v"},
-        root={"color": "#cbd3de"},
+        hovertext=first["hovertext"], hovertemplate="%{hovertext}<extra></extra>",
+        text=first["text"], texttemplate="%{text}", textposition="middle left",
+        marker={"line": {"width": 1, "color": "#fff"}, "colors": first["marker.colors"]},
+        tiling={"orientation": "v", "pad": 0}, pathbar={"visible": True, "thickness": 20},
         maxdepth=-1, sort=False))
     buttons = [{"label": label, "method": "restyle",
-                "args": [{"values": [values], "hovertext": [hover]}]}
-               for label, values, hover in versions]
+                "args": [{"values": [values], **{k: [v] for k, v in extra.items()}}]}
+               for label, values, extra in versions]
+    levels = int(calls["depth"].max()) + 2 if len(calls) else 1
     figure.update_layout(
-        margin={"t": 40, "l": 10, "r": 10, "b": 10}, height=460,
+        margin={"t": 40, "l": 10, "r": 10, "b": 10}, height=80 + LEVEL_PX * levels,
+        uniformtext={"mode": "hide", "minsize": 11},
         updatemenus=[{"type": "buttons", "direction": "right", "buttons": buttons,
-                      "x": 0, "y": 1.1, "xanchor": "left", "yanchor": "top",
-                      "showactive": True}])
+                      "x": 0, "y": 1.0, "xanchor": "left", "yanchor": "bottom",
+                      "showactive": True, "pad": {"b": 4}}])
     return figure
 
 
-def _log_if_wide(values: np.ndarray) -> str:
+def axis_scale(values: np.ndarray) -> str:
+    """``log`` where the positive ``values`` span more than 100x, else ``linear``."""
     positive = values[np.isfinite(values) & (values > 0)]
     wide = len(positive) > 1 and positive.max() / positive.min() > _LOG_SPAN
     return "log" if wide else "linear"
@@ -118,7 +155,7 @@ def payload_figure(stages: pd.DataFrame) -> Any:
     output = pd.to_numeric(calls["out_bytes"], errors="coerce").fillna(0).to_numpy(float)
     alive = (pd.to_numeric(calls["cut_bytes"], errors="coerce").to_numpy(float)
              if "cut_bytes" in calls else np.full(len(calls), np.nan))
-    scale = _log_if_wide(np.concatenate([output, alive]) / 1e6)
+    scale = axis_scale(np.concatenate([output, alive]) / 1e6)
     figure = go.Figure()
     for depth in sorted(calls["depth"].astype(int).unique()):
         chosen = (calls["depth"].astype(int) == depth).to_numpy()
@@ -126,7 +163,7 @@ def payload_figure(stages: pd.DataFrame) -> Any:
                        name=f"output, depth {depth}", customdata=calls["key"][chosen],
                        marker_color=f"hsl({(210 + 67 * depth) % 360},65%,50%)",
                        hovertext=hover[chosen],
-                       hovertemplate="%{hovertext}<br>output %{y:.4g} MB<extra></extra>")
+                       hovertemplate="%{hovertext}<br>output " + hover_number("y") + " MB<extra></extra>")
     zero = output == 0
     if zero.any():
         positive = output[output > 0] / 1e6
@@ -141,16 +178,23 @@ def payload_figure(stages: pd.DataFrame) -> Any:
         figure.add_scatter(x=np.array(labels)[shown], y=alive[shown] / 1e6, mode="lines+markers",
                            name="alive across the cut after the call", line={"color": "#111"},
                            customdata=calls["key"][shown], hovertext=hover[shown],
-                           hovertemplate="%{hovertext}<br>alive across the cut %{y:.4g} MB"
+                           hovertemplate="%{hovertext}<br>alive across the cut " + hover_number("y") + " MB"
                                          "<extra></extra>")
     figure.update_layout(
         barmode="overlay", height=360 + 6 * min(max(map(len, labels), default=0), 60),
-        margin={"t": 20, "l": 70, "r": 10, "b": 10},
+        margin={"t": 40, "l": 70, "r": 10, "b": 10},
         yaxis={"title": {"text": "MB (1e6 bytes)"}, "type": scale},
         xaxis={"type": "category", "tickangle": -60, "automargin": True,
                "categoryorder": "array", "categoryarray": labels},  # forward order, not
         # each trace's (one per depth) categories after the one before
-        legend=legend_layout(len(figure.data)))
+        legend=legend_layout(len(figure.data)),
+        updatemenus=[{"type": "buttons", "direction": "right", "x": 0.6, "y": 1.0,
+                      "xanchor": "left", "yanchor": "bottom", "showactive": True,
+                      "active": 1 if scale == "log" else 0, "buttons": [
+                          {"label": label, "method": "relayout",
+                           "args": [{"yaxis.type": axis}]}
+                          for label, axis in (("linear bytes", "linear"),
+                                              ("log bytes", "log"))]}])
     return figure
 
 
@@ -165,7 +209,8 @@ def legend_layout(entries: int) -> dict[str, Any]:
 def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
                     dtype: str = "float32") -> Optional[Any]:
     """Every stage call at its arithmetic intensity and achieved FLOP/s, one colour per depth,
-    its name and figures on hover; the roof when the device's ``ceilings`` are known.
+    its name and figures on hover, in GFLOP/s; the roof when the device's ``ceilings`` are
+    known, else the best rate achieved as a dotted line, labelled as no ceiling.
     ``None`` without op counts or a time."""
     time = time_column(stages)
     if time is None or any(c not in stages for c in ("flops", "bytes_read", "bytes_written")):
@@ -184,25 +229,29 @@ def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
                 f"{significant(t)} ms"
                 for s, c, f, t in zip(rows["stage"], rows["call_index"], rows["flops"],
                                       rows[time])]
-        figure.add_scatter(x=intensity[chosen], y=achieved[chosen], mode="markers",
+        figure.add_scatter(x=intensity[chosen], y=achieved[chosen] / 1e9, mode="markers",
                            name=f"depth {depth}", customdata=rows["key"], text=text,
                            marker={"size": max(6, 13 - 2 * depth), "line": {"width": 1,
                                                                             "color": "#fff"}},
-                           hovertemplate="%{text}<br>intensity %{x:.3g} FLOP/byte<br>"
-                                         "achieved %{y:.3g} FLOP/s<extra></extra>")
+                           hovertemplate="%{text}<br>intensity " + hover_number("x") + " FLOP/byte<br>"
+                                         "achieved " + hover_number("y") + " GFLOP/s<extra></extra>")
+    low, high = float(intensity[keep].min()) / 4, float(intensity[keep].max()) * 4
     if ceilings is not None:
-        low, high = float(intensity[keep].min()) / 4, float(intensity[keep].max()) * 4
         high = max(high, ceilings.ridge_point(dtype) * 4)
         span = np.logspace(np.log10(low), np.log10(high), 120)
-        figure.add_scatter(x=span, y=attainable_flops(span, ceilings, dtype), mode="lines",
-                           name=f"roof: {chart_label(ceilings.name)} ({dtype})",
-                           line={"color": "#111"},
-                           hoverinfo="skip")
+        figure.add_scatter(x=span, y=attainable_flops(span, ceilings, dtype) / 1e9,
+                           mode="lines", name=f"roof: {chart_label(ceilings.name)} ({dtype})",
+                           line={"color": "#111"}, hoverinfo="skip")
+    else:  # no ceilings: the best rate a stage achieved, which the device reaches at least
+        best = float(achieved[keep].max()) / 1e9
+        figure.add_scatter(x=[low, high], y=[best, best], mode="lines", hoverinfo="skip",
+                           line={"color": "#111", "dash": "dot"},
+                           name=f"best achieved: {significant(best)} GFLOP/s (not a ceiling)")
     figure.update_layout(
         height=440, margin={"t": 20, "l": 70, "r": 10, "b": 50},
         xaxis={"type": "log", "title": {"text": "arithmetic intensity (FLOP per byte read "
                                                 "or written)"}},
-        yaxis={"type": "log", "title": {"text": f"achieved FLOP/s ({time.split('_')[0].upper()}"
-                                                f" time)"}},
+        yaxis={"type": "log", "title": {"text": f"achieved GFLOP/s (1e9 FLOP/s, "
+                                                f"{time.split('_')[0].upper()} time)"}},
         legend=legend_layout(len(figure.data)))
     return figure

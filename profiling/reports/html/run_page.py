@@ -10,13 +10,15 @@ from ...statistics.aggregate import time_column
 from ...statistics.coverage import OTHER
 from ...errors import ProfilingError
 from ..record import Run, as_record
+from ..run_folder import TRACE_FILE
 from ..runs import forward_median
 from ..view import OTHER_RULE, forward_order, run_view
-from .formatting import indent, significant, stage_label
-from .header import model_name, run_facts
+from .formatting import indent, span, stage_label
+from .header import model_name, run_facts, run_strip
 from .page import Page, Section, chart_placeholder, escape
 from .run_charts import icicle_figure, memory_column, payload_figure, roofline_figure
 from .split_view import best_cut_rows, cut_bytes_figure, latency_figure, top_level_cuts
+from .stage_detail import stage_details
 from .stage_tree import stage_calls
 from .tables import Column, Table, number_cell, text_cell
 
@@ -69,9 +71,7 @@ def stage_table(stages: pd.DataFrame, forward_ms: Optional[float],
                  number_cell(row["call_index"], digits=1), number_cell(row["depth"], digits=1),
                  text_cell(row["kind"])]
         if time:
-            interval = (f"{significant(row.get(low))}-{significant(row.get(high))}"
-                        if pd.notna(row.get(low, float("nan"))) and pd.notna(
-                            row.get(high, float("nan"))) else "-")
+            interval = span(row.get(low), row.get(high))
             cells += [number_cell(row[time]), text_cell(interval, ""),
                       number_cell(_share(row[time], forward_ms), digits=2)]
         if "flops" in rows:
@@ -137,19 +137,26 @@ def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
     stages, meta = view.rows, record.meta
     forward_ms = forward_median(meta)
     total_flops = (meta.get("totals") or {}).get("flops")
-    page = Page("run", f"stagezoo run: {model_name(record.config)}",
-                facts=run_facts(record, defaults))
+    banner = view.noise if view.noise.startswith("UNRELIABLE") else ""
+    facts = [(label, value) for label, value in run_facts(record, defaults)
+             if not (banner and label == "noise")]  # said once, in the banner
+    traced = record.config.get("trace") or (
+        record.directory is not None and (record.directory / TRACE_FILE).is_file())
+    page = Page("run", f"stagezoo run: {model_name(record.config)}", facts=facts,
+                strip=run_strip(view), banner=banner,
+                links=[(f"{TRACE_FILE}: the forward's trace (Perfetto, chrome://tracing; "
+                        f"beside this page in the run folder)", TRACE_FILE)] if traced else [])
     icicle = icicle_figure(stages, forward_ms, total_flops)
     if icicle is not None:
         page.charts["icicle"] = icicle
         page.sections.append(Section(
-            "Stages", chart_placeholder("icicle", 460), anchor="icicle",
-            note="Each block is a stage call, under the stage that contains it, and each "
-                 "'other' block what its parent ran outside its stages; width: time "
-                 "(buttons: FLOPs, payload bytes, memory peak). Time and FLOPs add up roughly "
-                 "(the blocks are medians); payload and memory "
-                 "peaks do not, so a parent is drawn at least as wide as its children. Click "
-                 "a block to zoom into it and pin it in every chart."))
+            "Stages", chart_placeholder("icicle", icicle.layout.height), anchor="icicle",
+            note="Each block is a stage call, under the stage that contains it, and each grey "
+                 "'other' block what its parent ran outside its stages; width: time (button: "
+                 "FLOPs), which adds up roughly (the blocks are medians); colour: the block's "
+                 "self value, what none of its children ran (pale: little, red: most). A "
+                 "label too long for its block is hidden: hover for it. Click a block to "
+                 "zoom into it (the bar above it leads back) and pin it in every chart."))
     page.charts["payload"] = payload_figure(stages)
     page.sections.append(Section(
         "Payload across stage boundaries", chart_placeholder("payload"), anchor="payload",
@@ -164,7 +171,9 @@ def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
             note=("Each stage call at its arithmetic intensity and achieved FLOP/s; hover "
                   "for its name. " + (f"Roof: {ceilings.name}, {dtype}." if ceilings else
                                       "No roof: the run recorded no device ceilings "
-                                      "(roofline.ceilings=...)."))))
+                                      "(roofline.ceilings=...); the dotted line is the best "
+                                      "rate a stage achieved, which the device reaches at "
+                                      "least."))))
     split = _split_section(stages, page)
     if split is not None:
         page.sections.append(split)
@@ -184,5 +193,5 @@ def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
         page.sections.append(Section("Notes", '<ul class="compact">' + "".join(
             f"<li>{escape(n)}</li>" for n in notes) + "</ul>", anchor="notes"))
     calls = stage_calls(stages)
-    page.data = {"stages": list(calls["key"])}
+    page.data = {"stages": list(calls["key"]), "details": stage_details(view)}
     return page

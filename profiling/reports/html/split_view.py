@@ -20,8 +20,9 @@ import pandas as pd
 
 from ...statistics.aggregate import time_column
 from ...split.latency import split_latency
-from .formatting import chart_labels, significant, stage_key, stage_label
+from .formatting import chart_labels, hover_number, significant, stage_key, stage_label
 from .page import chart_label, escape
+from .run_charts import axis_scale
 
 __all__ = ["top_level_cuts", "cut_colours", "cut_bytes_figure", "latency_figure",
            "best_cut_rows", "SPEED_UPS", "BANDWIDTHS_MBIT"]
@@ -74,15 +75,19 @@ def cut_bytes_figure(cuts: pd.DataFrame) -> Any:
     figure = go.Figure(go.Bar(x=labels, y=sizes, customdata=cuts["key"],
                               marker_color=cut_colours(len(cuts)),
                               hovertext=[escape(cut) for cut in cuts["cut"]],
-                              hovertemplate="%{hovertext}<br>%{y:.4g} MB<extra></extra>"))
+                              hovertemplate="%{hovertext}<br>" + hover_number("y") + " MB<extra></extra>"))
     inner = cuts.index[1:] if len(cuts) > 1 else cuts.index
     fewest = cuts.loc[inner, "raw_bytes"].astype(float).idxmin()
     if pd.notna(fewest):
-        figure.add_annotation(x=labels[fewest], y=sizes[fewest],
-                              text="fewest bytes",
-                              showarrow=True, arrowhead=2, ay=-30)
+        last = fewest == cuts.index[-1]  # after the last stage: the network's output
+        scale = axis_scale(sizes)
+        figure.add_annotation(x=labels[fewest], y=np.log10(sizes[fewest]) if scale == "log"
+                              and sizes[fewest] > 0 else sizes[fewest],  # log axes: log10
+                              text="fewest bytes: the output (nothing split)" if last
+                              else "fewest bytes", showarrow=True, arrowhead=2, ay=-30)
     figure.update_layout(height=360, margin={"t": 30, "l": 70, "r": 10, "b": 10},
-                         yaxis={"title": {"text": "MB sent (1e6 bytes)"}, "rangemode": "tozero"},
+                         yaxis={"title": {"text": "MB sent (1e6 bytes)"},
+                                "type": axis_scale(sizes)},  # bytes span 1000x
                          xaxis={"type": "category", "tickangle": -45, "automargin": True},
                          showlegend=False)
     return figure
@@ -109,19 +114,23 @@ def latency_figure(stages: pd.DataFrame, cuts: pd.DataFrame) -> Optional[Any]:
     colours = dict(zip(cuts["cut"], cut_colours(len(cuts))))
     figure = go.Figure()
     visibility = []
-    for number, speed_up in enumerate(SPEED_UPS):
-        latency = _latency(stages, cuts, speed_up, BANDWIDTHS_MBIT)
-        best = latency.groupby("bandwidth_mbit")["latency_ms"].min()
+    latencies = [_latency(stages, cuts, speed_up, BANDWIDTHS_MBIT) for speed_up in SPEED_UPS]
+    seconds = max(float(latency["latency_ms"].max()) for latency in latencies) > 10_000
+    unit, scale = ("s", 1e-3) if seconds else ("ms", 1.0)
+    for number, latency in enumerate(latencies):
+        best = latency.groupby("bandwidth_mbit")["latency_ms"].min() * scale
         figure.add_scatter(x=best.index, y=best.to_numpy(), mode="lines", hoverinfo="skip",
                            line={"color": "rgba(60,60,60,0.25)", "width": 12},
                            name="best cut", visible=number == 0)
         for cut, group in latency.groupby("cut", sort=False):
-            figure.add_scatter(x=group["bandwidth_mbit"], y=group["latency_ms"],
-                               mode="lines+markers", name=chart_label(cut),
+            ends = [chart_label(cut)] + [""] * (len(group) - 1)  # named where lines part
+            figure.add_scatter(x=group["bandwidth_mbit"], y=group["latency_ms"] * scale,
+                               mode="lines+markers+text", name=chart_label(cut), text=ends,
+                               textposition="top right", textfont={"size": 10},
                                visible=number == 0, line={"color": colours[cut]},
                                marker={"size": 4}, customdata=group["key"],
-                               hovertemplate=f"{escape(cut)}<br>%{{x:.3g}} Mbit/s: %{{y:.4g}} ms"
-                                             f"<extra></extra>")
+                               hovertemplate=f"{escape(cut)}<br>{hover_number('x')} Mbit/s: "
+                                             f"{hover_number('y')} {unit}<extra></extra>")
         visibility.append(1 + latency["cut"].nunique())
     total = sum(visibility)
     buttons = []
@@ -134,7 +143,8 @@ def latency_figure(stages: pd.DataFrame, cuts: pd.DataFrame) -> Optional[Any]:
     figure.update_layout(
         height=440, margin={"t": 50, "l": 70, "r": 10, "b": 50},
         xaxis={"type": "log", "title": {"text": "bandwidth (Mbit/s)"}},
-        yaxis={"type": "log", "title": {"text": "end-to-end latency (ms, without the RTT)"}},
+        yaxis={"type": "log", "title": {"text": f"end-to-end latency ({unit}, without the "
+                                                f"round trip)"}, "dtick": 1},
         updatemenus=[{"type": "buttons", "direction": "right", "buttons": buttons, "x": 0,
                       "y": 1.18, "xanchor": "left", "yanchor": "top"}])
     return figure

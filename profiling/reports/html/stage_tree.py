@@ -12,7 +12,11 @@ from ...statistics.coverage import OTHER
 from ..view import forward_order
 from .formatting import stage_key
 
-__all__ = ["ROOT", "stage_calls", "parent_keys", "exclusive_values"]
+__all__ = ["ROOT", "stage_calls", "parent_keys", "exclusive_values", "collapse_chains",
+           "CHAIN"]
+
+#: What joins the names of a chain of calls drawn as one block.
+CHAIN = " \u203a "
 
 #: The key of the tree's root: the whole forward.
 ROOT = "(forward)"
@@ -57,3 +61,37 @@ def exclusive_values(calls: pd.DataFrame, parents: list[str], values: pd.Series,
     exclusive = np.array([max(0.0, v - children[k]) for k, v in zip(calls["key"], own)])
     root = max(0.0, float(total) - children[ROOT]) if total is not None else 0.0
     return exclusive, root
+
+
+def collapse_chains(calls: pd.DataFrame, parents: list[str], labels: list[str]
+                    ) -> tuple[np.ndarray, list[str], list[str]]:
+    """Each stage call that is its parent's only stage call drawn as one block with it
+    (``backbonefpn_body › backbone.body``): a chain of nested calls of the same width is one
+    level of information, not several.
+
+    Returns which rows stay, and for every row its parent and label after the merges (a
+    merged child's children and ``other`` row move up to the block, which keeps the outer
+    call's key).
+    """
+    keys = list(calls["key"])
+    parents, labels = list(parents), list(labels)
+    stage = (calls["kind"] == "stage").to_numpy() if "kind" in calls else np.ones(len(keys), bool)
+    keep = np.ones(len(keys), bool)
+    position = {key: index for index, key in enumerate(keys)}
+    merged = True
+    while merged:
+        merged = False
+        children: dict[str, list[int]] = {}
+        for index, parent in enumerate(parents):
+            if keep[index] and stage[index]:
+                children.setdefault(parent, []).append(index)
+        for parent, inside in children.items():
+            if parent == ROOT or len(inside) != 1:
+                continue
+            child = inside[0]
+            labels[position[parent]] += CHAIN + labels[child]
+            keep[child] = False
+            parents = [parent if p == keys[child] else p for p in parents]
+            merged = True
+            break
+    return keep, parents, labels

@@ -4,17 +4,19 @@ option."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import pandas as pd
 
 from ...statistics.aggregate import time_column
+from ...statistics.intervals import median_interval
 from ...errors import ProfilingError
 from ..labels import printable
 from ..record import RunRecord, read_run
-from ..runs import _option_columns, _option_values, find_runs, forward_median
-from .formatting import chart_labels, is_missing, stage_key
+from ..runs import _option_values, find_runs, forward_median, noise_summary_cell, swept_options
+from .formatting import chart_labels, hover_number, is_missing, stage_key
 from .header import model_name
 from .page import Page, Section, chart_label, chart_placeholder, escape
 from .run_charts import memory_column
@@ -59,6 +61,20 @@ def _headlines(record: RunRecord) -> dict[str, Any]:
             "output MB": float(last) / 1e6 if last is not None else None}
 
 
+def _interval(record: RunRecord) -> Optional[list[float]]:
+    """The interval of the job's forward median (ms), drawn as its whisker."""
+    forward = [float(v) for v in record.meta.get("forward_ms") or []] \
+        if record.status == "ok" else []
+    low, high = median_interval(forward) if len(forward) > 1 else (math.nan, math.nan)
+    return None if math.isnan(low) else [low, high]
+
+
+def _job_label(values: dict[str, Any], options: Sequence[str], job: str) -> str:
+    """A job as its swept values name it (``input.size=[64,128]``), else its folder."""
+    shown = [f"{option}={values.get(option)}" for option in options if option != "job"]
+    return ", ".join(shown) or job
+
+
 def _job_name(record: RunRecord, folder: Path) -> str:
     try:
         return str(record.directory.resolve().relative_to(folder.resolve()))
@@ -99,7 +115,7 @@ def _stacked_figure(records: Sequence[RunRecord], jobs: Sequence[str]) -> Any:
     for index, name in enumerate(names):
         figure.add_bar(x=shown_jobs, y=versions[0][1][index], name=chart_label(name),
                        customdata=[stage_key(name, 0)] * len(finished),
-                       hovertemplate=f"{escape(name)}<br>%{{x}}: %{{y:.4g}}<extra></extra>")
+                       hovertemplate=f"{escape(name)}<br>%{{x}}: {hover_number('y')}<extra></extra>")
     buttons = [{"label": label, "method": "update",
                 "args": [{"y": values}, {"yaxis.title.text": label}]}
                for label, values in versions]
@@ -122,27 +138,36 @@ def _picker(options: Sequence[str], rows: list[dict[str, Any]]) -> str:
 
 
 def sweep_page(folder: Union[str, Path]) -> Page:
-    """The page of the sweep whose jobs are at or below ``folder``."""
+    """The page of the sweep whose jobs are at or below ``folder``: the swept options are
+    those whose values differ between the jobs, and each job is named by its values."""
     folder = Path(folder)
     records = read_sweep(folder)
-    options = _option_columns(records) or ["job"]
+    options = swept_options(records) or ["job"]
     jobs = [_job_name(r, folder) for r in records]
     failed = sum(r.status != "ok" for r in records)
     models = sorted({model_name(r.config) for r in records if r.config})
     page = Page("sweep", f"stagezoo sweep: {', '.join(models) or folder.name}", facts=[
         ("sweep", str(folder)), ("jobs", f"{len(records)} ({failed} failed)"),
-        ("swept options", ", ".join(options))])
+        ("swept options", ", ".join(options) if options != ["job"] else "none differ")])
     table = Table("jobs", [Column("job", text=True)]
-                  + [Column(o, text=True) for o in options]
-                  + [Column("status", text=True)] + [Column(h) for h in HEADLINES]
-                  + [Column("reason", text=True)])
-    rows = []
+                  + [Column(o, text=True) for o in options if o != "job"]
+                  + [Column("status", text=True, tooltip="ok ! : finished, timings unreliable"),
+                     Column("noise", text=True, tooltip="the forward's coefficient of variation"
+                                                        " and whether the machine was loaded")]
+                  + [Column(h) for h in HEADLINES] + [Column("reason", text=True)])
+    rows, labels = [], []
     for job, record in zip(jobs, records):
         values = _option_values(record, options) if options != ["job"] else {"job": job}
+        labels.append(_job_label(values, options, job))
         headline = _headlines(record)
-        rows.append({"job": job, **{o: values.get(o) for o in options}, **headline})
-        table.add([text_cell(job, "name")] + [text_cell(values.get(o)) for o in options]
-                  + [text_cell(record.status)]
+        noise = noise_summary_cell(record.meta) if record.status == "ok" else ""
+        status = f"{record.status} !" if noise.startswith("UNRELIABLE") else record.status
+        rows.append({"job": labels[-1], **{o: values.get(o) for o in options if o != "job"},
+                     **headline, "whisker": _interval(record)})
+        table.add([text_cell(job, "name")]
+                  + [text_cell(values.get(o)) for o in options if o != "job"]
+                  + [text_cell(status, "text significant" if status.endswith("!") else "text"),
+                     text_cell(noise or "-")]
                   + [number_cell(headline[h]) for h in HEADLINES]
                   + [text_cell(record.error or "")], name=job,
                   css="failed" if record.status != "ok" else "")
@@ -150,15 +175,18 @@ def sweep_page(folder: Union[str, Path]) -> Page:
         "Jobs", table.controls() + table.render(), anchor="jobs",
         note="One row per job with its swept options, status and headline figures: the "
              "forward's median time, all counted GFLOPs, parameters, the largest memory peak "
-             "and the last top-level stage's output. A failed job shows its one-line reason."))
-    page.charts["stacked"] = _stacked_figure(records, jobs)
+             "and the last top-level stage's output. 'ok !' is a finished job whose timings "
+             "are unreliable (a loaded machine, or forward times that vary by more than 5%: "
+             "the noise column says which). A failed job shows its one-line reason."))
+    page.charts["stacked"] = _stacked_figure(records, labels)
     page.sections.append(Section(
         "Top-level stages per job", chart_placeholder("stacked", 460), anchor="stacked",
         note="Each finished job's top-level stages stacked (buttons: time, FLOPs, output "
              "payload); hover a stage to see it across the jobs."))
     page.sections.append(Section(
         "A metric against a swept option", _picker(options, rows), anchor="metric",
-        note="Pick any headline figure and any swept option."))
+        note="Pick any headline figure and any swept option; the forward's whiskers are the "
+             "interval of its median."))
     page.data = {"sweep_plot": _plot_data(rows, options)}
     return page
 
@@ -170,9 +198,10 @@ def _plot_data(rows: list[dict[str, Any]], options: Sequence[str]) -> dict[str, 
     def value(v: Any) -> Any:
         return None if is_missing(v) else (v if isinstance(v, (int, float)) else str(v))
 
-    return {"rows": [{**{printable(k): value(v) for k, v in row.items()},
+    return {"rows": [{**{printable(k): value(v) for k, v in row.items() if k != "whisker"},
+                      "whisker": row.get("whisker"),
                       "shown": {printable(k): escape("-" if value(v) is None else value(v))
-                                for k, v in row.items()}}
+                                for k, v in row.items() if k != "whisker"}}
                      for row in rows],
             "options": [printable(o) for o in options],
             "labels": {printable(k): escape(k) for k in [*options, *HEADLINES]}}

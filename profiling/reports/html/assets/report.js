@@ -52,9 +52,38 @@
     });
   }
 
+  /* The pinned stage call's detail, written as text (never as HTML). */
+  function showDetail(key) {
+    const details = data.details || {};
+    let panel = document.getElementById("stage-detail");
+    if (!panel) {
+      panel = document.createElement("aside");
+      panel.id = "stage-detail";
+      document.body.appendChild(panel);
+    }
+    panel.hidden = !(key && details[key]);
+    if (panel.hidden) return;
+    panel.textContent = "";
+    const close = document.createElement("button");
+    close.textContent = "\u00d7";
+    close.title = "unpin";
+    close.addEventListener("click", () => { pinned = null; shown = undefined; highlight(null); });
+    panel.appendChild(close);
+    const list = document.createElement("dl");
+    details[key].forEach(([label, value]) => {
+      const term = document.createElement("dt");
+      term.textContent = label;
+      const text = document.createElement("dd");
+      text.textContent = value;
+      list.append(term, text);
+    });
+    panel.appendChild(list);
+  }
+
   function highlight(key, source) {
     if (key === shown && source === undefined) return;
     shown = key;
+    showDetail(pinned);
     charts.forEach((gd) => { if (gd !== source) highlightChart(gd, key); });
     document.querySelectorAll("tr[data-key]").forEach((row) => {
       row.classList.toggle("highlight", key !== null && row.dataset.key === key);
@@ -85,11 +114,23 @@
     });
   }
 
+  /* Every axis writes its ticks plainly: 1,000 and 0.001, never 1e+3, 10B or 1e-3. */
+  function plainAxes(layout) {
+    Object.keys(layout).filter((name) => /^[xy]axis\d*$/.test(name)).forEach((name) => {
+      const axis = layout[name];
+      if (axis.exponentformat === undefined) axis.exponentformat = "none";
+      if (axis.separatethousands === undefined) axis.separatethousands = true;
+      if (axis.hoverformat === undefined) axis.hoverformat = ",.3~r";
+    });
+    return layout;
+  }
+
   function drawCharts() {
     const drawing = Object.entries(data.charts || {}).map(([id, figure]) => {
       const gd = document.getElementById(id);
       if (!gd) return Promise.resolve();
-      return Plotly.newPlot(gd, figure.data, figure.layout || {}, plotConfig).then(() => {
+      const layout = plainAxes(Object.assign({ xaxis: {}, yaxis: {} }, figure.layout || {}));
+      return Plotly.newPlot(gd, figure.data, layout, plotConfig).then(() => {
         charts.push(gd);
         link(gd);
       });
@@ -175,6 +216,12 @@
         type: "scatter", mode: "markers+text", x: rows.map((r) => r.shown[x]),
         y: rows.map((r) => r[y]), text: rows.map((r) => r.shown.job), textposition: "top center",
         customdata: rows.map((r) => r.job), marker: { size: 10 },
+        /* the forward's whiskers: the interval of its median */
+        error_y: y === "forward ms" && rows.some((r) => r.whisker) ? {
+          type: "data", symmetric: false,
+          array: rows.map((r) => (r.whisker ? r.whisker[1] - r[y] : 0)),
+          arrayminus: rows.map((r) => (r.whisker ? r[y] - r.whisker[0] : 0)),
+        } : undefined,
         hovertemplate: "%{text}<br>" + xLabel + " = %{x}<br>" + yLabel + " = %{y}<extra></extra>",
       };
       const layout = {
@@ -183,7 +230,7 @@
         yaxis: { title: { text: yLabel }, rangemode: "tozero" },
         title: { text: yLabel + " against " + xLabel },
       };
-      return Plotly.react(gd, [trace], layout, plotConfig);
+      return Plotly.react(gd, [trace], plainAxes(layout), plotConfig);
     };
     xSelect.addEventListener("change", draw);
     ySelect.addEventListener("change", draw);
@@ -193,5 +240,8 @@
   setUpTables();
   Promise.all([drawCharts(), drawSweepPicker()]).then(() => {
     body.dataset.chartsDrawn = String(document.querySelectorAll(".js-plotly-plot").length);
+    /* page.html#stage=KEY opens with that stage call pinned (a link to one stage) */
+    const hash = decodeURIComponent(window.location.hash.slice(1));
+    if (hash.startsWith("stage=")) { pinned = hash.slice(6); shown = undefined; highlight(pinned); }
   }).catch((error) => reportError(String(error)));
 })();
