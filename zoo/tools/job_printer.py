@@ -4,7 +4,6 @@ run's result and the folder written from it."""
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 from profiling.reports import format_summary
 from profiling.statistics import noise_line

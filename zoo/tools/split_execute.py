@@ -31,7 +31,6 @@ import torch
 from profiling.runner import output_tensors, run_head, run_request
 from profiling.split import (Link, SplitClient, best_measured_and_estimated, executed_row,
                              unshaped_reason)
-from profiling.stages import iter_tensors
 
 from ..errors import ConfigError
 from .serve import model_identity
