@@ -1,79 +1,25 @@
-"""Exit codes that tell the truth (issue 23, section 7): every input mistake is one line and
-exit 2, checked before the work, and a failure inside a library network is exit 1 naming the
-stage and the input shape."""
+"""Where the tools write (zoo/tools/profile.py, profiling/files ``check_output_file``): an output
+that is a device, under a file, read-only, through a looping link or cannot be resolved is
+refused before the work (exit 2); ``hydra.run.dir`` given twice is checked as Hydra will use
+it; an existing ``zoo.collect --out`` is replaced only with ``--overwrite``."""
 
-import json
+from __future__ import annotations
+
 import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
-import torch
 
-import zoo
 from cli_runner import run_main
-from profiling import reports
+from meta_overrides import ANY_MODEL_META_32 as META
+from profiling import ProfilingError, reports
+from profiling.files import check_output_file, check_replaceable
 from profiling.reports.html import report as report_page_module
-from zoo.tools import calibrate, collect, compare, report, split
-from zoo.tools import job
+from report_runs import tiny_run
+from zoo.tools import calibrate, collect, compare, job, report, split
 from zoo.tools.composition import compose_config
 from zoo.tools.profile import main
-
-META = ["device=meta", "summary=false", "input.size=[32,32]"]
-
-
-@pytest.mark.parametrize("overrides, expected", [
-    (["~model"], "the model group is required and cannot be deleted (~model); choose one of: "),
-    (["~device"], "the device group is required"),
-    (["~input"], "the input group is required"),
-    (["model.arch=${oc.env:ZOO_NOT_SET_ANYWHERE}", "model=torchvision"],
-     "model.arch: cannot resolve the interpolation: KeyError raised while resolving "
-     "interpolation: \"Environment variable 'ZOO_NOT_SET_ANYWHERE' not found\""),
-    (["input.batch=${nowhere.key}"], "input.batch: cannot resolve the interpolation"),
-    (["run.seed=${oc.decode:'[1'}"], "run.seed: cannot resolve the interpolation"),
-    (["plots=${oc.env:ZOO_NOT_SET_ANYWHERE}"], "plots: cannot resolve the interpolation"),
-    (["summary=false", "summary=${oc.env:ZOO_NOT_SET_ANYWHERE}"],
-     "summary: cannot resolve the interpolation"),  # the last value given counts
-    (["input.size=5"], "input.size=5 is not accepted; accepted: null or [height, width] with "),
-    (["collectors=5"], "collectors=5 is not accepted"),
-    (["model=swiftnet", "model.spp_grids=8"], "model.spp_grids=8 is not accepted"),
-    (["model=torchvision", "model.stage_paths=3"], "model.stage_paths=3 is not accepted"),
-    (["model=swiftnet", "model.img_std=[0,1,1]"], "model.img_std=[0, 1, 1] is not accepted"),
-    (["model=swiftnet", "model.img_std=[1,1,0.0]"], "model.img_std=[1, 1, 0.0] is not"),
-    (["model=swiftnet", "model.img_std=[1,nan,1]"], "is not accepted"),
-])
-def test_input_mistakes_are_one_line_and_exit_2(overrides, expected, tmp_path, capsys,
-                                                monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    deleted = [o[1:] for o in overrides if o.startswith("~")]
-    common = [m for m in META if not any(m.startswith(group) for group in deleted)]
-    outcome = run_main(main, [*common, *overrides, f"hydra.run.dir={tmp_path / 'run'}"], capsys,
-                       monkeypatch)
-    assert outcome.code == 2, outcome
-    assert expected in outcome.line
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize("overrides, key, value", [
-    (["summary=${oc.env:ZOO_NOT_SET_ANYWHERE}", "summary=false"], "summary", False),
-    (["run.seed=${oc.env:ZOO_NOT_SET_ANYWHERE}", "run.seed=7"], "run.seed", 7),
-    (["input.size=${nowhere.key}", "input.size=[32,48]"], "input.size", [32, 48]),
-    (["run.repeats=abc", "run.repeats=2"], "run.repeats", 2),
-])
-def test_an_option_given_twice_takes_its_last_value(overrides, key, value, tmp_path, capsys,
-                                                    monkeypatch):
-    """As Hydra composes the config, whatever the first value was, even one that cannot be
-    resolved; ``meta.json`` records the overrides as they were typed."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ZOO_NOT_SET_ANYWHERE", raising=False)
-    outcome = run_main(main, [*META, "model=swiftnet", *overrides,
-                              f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
-    assert outcome.code == 0, outcome
-    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
-    node = meta["config"]
-    for part in key.split("."):
-        node = node[part]
-    assert node == value
-    assert meta["overrides"][-2:] == overrides
 
 
 def test_the_output_folder_given_last_is_the_one_checked_before_the_work(tmp_path, capsys,
@@ -105,12 +51,6 @@ def test_an_unresolvable_output_folder_is_exit_2(tmp_path, capsys, monkeypatch):
                            monkeypatch)
         assert outcome.code == 2 and "cannot resolve the interpolation" in outcome.line
     assert list(tmp_path.iterdir()) == []
-
-
-def test_a_zero_std_is_refused_in_python_too():
-    with pytest.raises(zoo.ConfigError, match="model.img_std=.* accepted: null or a non-empty "
-                                               "list of finite numbers > 0"):
-        zoo.create_model("swiftnet", img_std=[58.0, 0.0, 57.0])
 
 
 @pytest.mark.parametrize("folder", ["/dev/null", "/dev/null/run", "/dev/zero", "/proc/self"])
@@ -172,41 +112,46 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_work(tool, out, 
     assert (tmp_path / "keep.txt").read_text() == "keep" and Path("/dev/null").exists()
 
 
-def _break_layer(model: torch.nn.Module, path: str, error: Exception) -> None:
-    """Make the module at ``path`` raise ``error`` when called."""
-    module = model.get_submodule(path)
-
-    def raising(*args, **kwargs):
-        raise error
-
-    module.forward = raising
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory) -> Path:
+    return tiny_run(tmp_path_factory.mktemp("audit") / "run")
 
 
-@pytest.mark.parametrize("overrides, path, stage, error", [
-    (["model=torchvision", "model.arch=resnet18"], "layer2.0.conv1", "layer2",
-     RuntimeError("Given groups=1, weight of size [1]")),
-    (["model=torchvision", "model.arch=mobilenet_v3_small"], "features.3", "features",
-     IndexError("index 7 is out of bounds")),
-    (["model=timm", "model.arch=resnet18"], "layer3", "layer3",
-     ValueError("expected 4D input")),
-])
-def test_a_failure_inside_a_library_network_names_the_stage_and_the_input(
-        overrides, path, stage, error, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("ZOO_LOG_DIR", str(tmp_path / "logs"))
-    original = job.build_model
+def test_an_output_through_a_looping_link_is_one_line(tmp_path, capsys, monkeypatch, good_run):
+    """Before: Python's ``RuntimeError: Symlink loop`` ended zoo.compare as a failure (exit 1,
+    a traceback in a log); the run folder check met the same."""
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    for option, path in (("--out", tmp_path / "a"), ("--out", tmp_path / "a" / "c.csv")):
+        with pytest.raises(ProfilingError, match="a symbolic link on the way loops"):
+            check_output_file(path, option)
+    with pytest.raises(ProfilingError, match="a symbolic link on the way loops"):
+        check_replaceable(tmp_path / "b" / "run")
+    outcome = run_main(lambda: compare.main([str(good_run), str(good_run.parent / "other"),
+                                             "--out", str(tmp_path / "a")]), [], capsys,
+                       monkeypatch)
+    assert outcome.code == 2 and "a symbolic link on the way loops" in outcome.line
 
-    def broken(*args, **kwargs):
-        model = original(*args, **kwargs)
-        _break_layer(model, path, error)
-        return model
 
-    monkeypatch.setattr(job, "build_model", broken)
-    outcome = run_main(main, [*overrides, "device=cpu", "input.size=[32,48]", "summary=false",
-                              "run.repeats=1", "run.warmup=0",
-                              f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
-    assert outcome.code == 1, outcome
-    assert outcome.line.startswith(f"error: {type(error).__name__} in stage '{stage}' at input "
-                                   f"1x3x32x48: {error}"), outcome.line
-    assert not (tmp_path / "run").exists()
-    log = json.dumps(outcome.line)
-    assert "traceback in" in log
+@pytest.mark.parametrize("name", ["summary.csv", "table.parquet", "link.csv"])
+def test_collect_replaces_an_existing_table_only_when_asked(good_run, tmp_path, capsys,
+                                                            monkeypatch, name):
+    """Before: ``zoo.collect SWEEP --out SWEEP/summary.csv`` replaced the sweep's own table
+    without a word (zoo.compare asks for --overwrite)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kept.csv").write_text("kept\n")
+    out = tmp_path / name
+    if name == "link.csv":
+        out.symlink_to(tmp_path / "kept.csv")
+    else:
+        out.write_text("kept\n")
+    outcome = run_main(lambda: collect.main([str(good_run), "--out", str(out)]), [], capsys,
+                       monkeypatch)
+    assert outcome.code == 2
+    assert outcome.line == (f"error: {out} exists; choose another --out, or replace it with "
+                            f"--overwrite")
+    assert out.read_text() == "kept\n"
+    if name.endswith(".csv"):
+        outcome = run_main(lambda: collect.main([str(good_run), "--out", str(out),
+                                                 "--overwrite"]), [], capsys, monkeypatch)
+        assert outcome.code == 0 and pd.read_csv(out)["stage"].iloc[0] == "stem"

@@ -1,7 +1,11 @@
-"""Adversarial: run folders never collide, never mix, and are complete or absent; interrupts
-and failures follow the contract (issue: reliability and security)."""
+"""How the profile tool names and writes run folders (profiling/files/writing.py, ``write_folder``;
+zoo/tools/profile.py; zoo/tools/resolvers.py): default names never collide, two runs started
+together keep both results, an existing run or sweep is refused unless ``run.overwrite=true``
+and then replaced whole, a folder is complete or absent (stale temporaries go), and a refused run
+leaves no folder behind."""
 
-import contextlib
+from __future__ import annotations
+
 import json
 import os
 import subprocess
@@ -11,17 +15,15 @@ from pathlib import Path
 import pytest
 
 from cli_runner import run_main
-from profiling import stage
-from profiling.errors import ProfilingError
+from meta_overrides import SWIFTNET_META as META
+from profiling import ProfilingError
 from profiling.files import remove_stale_temporaries, write_folder
-from zoo.tools import job as app
-from zoo.base import ZooModel
-from zoo.tools.cli import describe_failure
-from zoo.tools.profile import main
+from zoo.tools.profile import _first_new_folder, _remove_empty_folders, main
+from zoo.tools.profile import main as profile_main
 from zoo.tools.resolvers import model_label, run_stamp
 
+
 ROOT = Path(__file__).resolve().parents[1]
-META = ["model=swiftnet", "device=meta", "input.size=[64,64]", "summary=false"]
 
 
 def test_default_names_are_unique_to_the_millisecond_and_say_the_arch():
@@ -98,64 +100,6 @@ def test_a_folder_is_complete_or_absent_and_stale_temporaries_go(tmp_path, monke
         write_folder(tmp_path / "run", {"stages.csv": "b\n"})
 
 
-def test_ctrl_c_exits_130_with_one_line_and_no_folder(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("ZOO_LOG_DIR", str(tmp_path / "logs"))
-
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(app, "profile_model", interrupted)
-    outcome = run_main(main, [*META, f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
-    assert outcome.code == 130 and outcome.line.startswith("error: interrupted")
-    assert not (tmp_path / "run").exists()
-
-
-class _Raising(ZooModel):
-    """A model whose forward raises ``error`` inside the nested ``stages``."""
-
-    def __init__(self, error: Exception, *stages: str) -> None:
-        super().__init__()
-        self.error, self.nested = error, stages
-
-    def forward(self, x):
-        with contextlib.ExitStack() as opened:
-            for name in self.nested:
-                opened.enter_context(stage(name, x))
-            raise self.error
-
-
-def _run_raising(model, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("ZOO_LOG_DIR", str(tmp_path / "logs"))
-    monkeypatch.setattr(app, "build_model", lambda *a, **k: model)
-    outcome = run_main(main, ["model=swiftnet", "device=cpu", "input.size=[64,64]",
-                              f"hydra.run.dir={tmp_path / 'run'}"], capsys, monkeypatch)
-    assert outcome.code == 1 and not (tmp_path / "run").exists()
-    log = Path(outcome.line.split("(traceback in ")[1].rstrip(")"))
-    assert log.parent == tmp_path / "logs" and "Traceback" in log.read_text()
-    assert "Traceback" not in outcome.stderr
-    return outcome
-
-
-def test_out_of_memory_names_the_stage_and_the_size(tmp_path, capsys, monkeypatch):
-    oom = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate "
-                       "274877906944 bytes. Error code 12")
-    outcome = _run_raising(_Raising(oom, "encoder", "layer3"), tmp_path, capsys, monkeypatch)
-    assert outcome.line.startswith("error: out of memory in stage 'encoder/layer3' at input "
-                                   "1x3x64x64 (tried to allocate 274877906944 bytes)")
-
-
-def test_a_forward_that_raises_names_its_stage(tmp_path, capsys, monkeypatch):
-    error = ValueError("shapes do not match\nsecond line")
-    outcome = _run_raising(_Raising(error, "decoder"), tmp_path, capsys, monkeypatch)
-    assert outcome.line.startswith("error: ValueError in stage 'decoder' at input 1x3x64x64: "
-                                   "shapes do not match (traceback in ")
-
-
-def test_io_errors_are_one_line():
-    message, code = describe_failure(OSError(30, "Read-only file system", "/ro/run"))
-    assert (message, code) == ("cannot write or read /ro/run: Read-only file system", 1)
-
-
 def test_a_sweep_folder_is_never_reused_without_overwrite(tmp_path, capsys, monkeypatch):
     sweep = tmp_path / "sweep"
     args = ["-m", *META, "input.batch=1,2", f"hydra.sweep.dir={sweep}"]
@@ -170,39 +114,43 @@ def test_a_sweep_folder_is_never_reused_without_overwrite(tmp_path, capsys, monk
     assert (sweep / "summary.csv").read_text().count("\n") == summary.count("\n")
 
 
-@pytest.mark.slow
-def test_meta_analysis_at_40000_squared_stays_under_1_5_gb(tmp_path):
-    code = ("import resource, subprocess, sys; subprocess.run([sys.executable, '-m', "
-            "'zoo.profile', 'model=swiftnet', 'device=meta', 'input.size=[40000,40000]', "
-            f"'summary=false', 'hydra.run.dir={tmp_path / 'run'}'], check=True); "
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert int(done.stdout.split()[-1]) * 1024 < 1.5e9
+@pytest.mark.parametrize("arguments, created, then", [
+    ([], "results", "results/runs"),
+    (["hydra.run.dir=new/a/run"], "new", "new/a"),
+    (["hydra.run.dir=new/run_${zoo.stamp:}"], "new", None),
+    (["-m", "hydra.sweep.dir=sweeps/one"], "sweeps", "sweeps/one"),
+    (["-m"], "results", "results/sweeps"),
+])
+def test_the_folders_hydra_would_create_are_known_before_it_runs(tmp_path, monkeypatch,
+                                                                 arguments, created, then):
+    """The highest folder that does not exist yet (the run folder itself is known only to
+    Hydra, and removed by the job when it stays empty)."""
+    monkeypatch.chdir(tmp_path)
+    assert _first_new_folder(arguments) == tmp_path / created
+    (tmp_path / created).mkdir()
+    assert _first_new_folder(arguments) == (tmp_path / then if then else None)
 
 
-@pytest.mark.parametrize("swallowed_in", ["resolve_device", "check_run_options", "prepare"])
-def test_a_ctrl_c_that_a_library_swallows_still_ends_the_run(swallowed_in, tmp_path, capsys,
-                                                             monkeypatch):
-    """Ctrl-C's handler raises wherever Python is; an extension's import that clears every
-    error swallowed it once and the run went on for minutes. The next forward stops it."""
-    from zoo.tools import cli
+def test_only_empty_folders_are_removed(tmp_path):
+    (tmp_path / "top" / "runs" / "empty").mkdir(parents=True)
+    (tmp_path / "top" / "kept").mkdir()
+    (tmp_path / "top" / "kept" / "file.txt").write_text("x")
+    _remove_empty_folders(tmp_path / "top")
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "top", "top/kept", "top/kept/file.txt"]
+    _remove_empty_folders(tmp_path / "absent")  # nothing to do
 
-    original = getattr(app, swallowed_in)
 
-    def swallowing(*args, **kwargs):
-        try:
-            cli._on_interrupt(2, None)  # what the signal does
-        except KeyboardInterrupt:
-            pass  # what the library did
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(cli, "_interrupted", False)
-    monkeypatch.setattr(app, swallowed_in, swallowing)
-    run_dir = tmp_path / "run"
-    outcome = run_main(main, ["model=swiftnet", "device=cpu", "input.size=[64,64]",
-                              "run.repeats=3", f"hydra.run.dir={run_dir}"], capsys, monkeypatch)
-    assert outcome.code == 130, outcome
-    assert outcome.stderr.strip().splitlines()[-1].startswith("error: interrupted"), outcome
-    assert not run_dir.exists()
+@pytest.mark.parametrize("arguments", [["model.stage_depth=-1"],
+                                       ["model.stage_depth=-1", "hydra.run.dir=new/a/run"],
+                                       ["model.checkpoint=fifo.pth"]])
+def test_a_run_refused_after_hydra_started_leaves_no_folder(tmp_path, capsys, monkeypatch,
+                                                             arguments):
+    """Refused while the model is built (after Hydra made the run folder): before, the empty
+    ``results/runs/`` stayed in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "fifo.pth")
+    outcome = run_main(profile_main, ["model=swiftnet", "device=meta", "input.size=[32,32]",
+                                      "summary=false", *arguments], capsys, monkeypatch)
+    assert outcome.code == 2, outcome
+    assert [p.name for p in tmp_path.iterdir()] == ["fifo.pth"]
