@@ -92,7 +92,7 @@ def test_bad_overrides_are_one_line(override, message):
 def test_bad_input_exits_nonzero_with_one_line_and_no_run_dir(tmp_path, args, message, capsys,
                                                              monkeypatch):
     """Through the tool's ``main`` in this process, as the shell would call it (a real
-    process: tests/test_adversarial_pickle.py::test_cli_never_runs_the_pickle)."""
+    process: tests/test_checkpoint_pickle.py::test_cli_never_runs_the_pickle)."""
     run_dir = tmp_path / "run"
     outcome = run_main(main, [*args, f"hydra.run.dir={run_dir}"], capsys, monkeypatch)
     assert outcome.code == 2

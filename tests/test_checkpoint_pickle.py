@@ -1,5 +1,6 @@
-"""Adversarial: a checkpoint whose pickle runs code is never unpickled unless the option is
-exactly ``true``, whatever false-like spelling is given, on the command line or in Python."""
+"""``model.checkpoint_allow_pickle`` (zoo/checkpoints.py): a checkpoint whose pickle runs code is
+never unpickled unless the option is exactly ``true``, whatever false-like spelling is given, on
+the command line or in Python."""
 
 import os
 import pickle
@@ -15,7 +16,10 @@ from cli_runner import run_main
 from zoo.checkpoints import read_state_dict
 from zoo.tools.profile import main
 
+
 ROOT = Path(__file__).resolve().parents[1]
+
+
 FALSE_LIKE = ["no", "off", "false", "0", "n", "False", "FALSE", "''", '"false"', "null", "[]"]
 
 

@@ -1,17 +1,14 @@
-"""Adversarial: every tool answers bad input with one line and exit 2, skips what is broken
-with a warning, and exits 1 when it had to (issue: reliability and security)."""
-
-import json
+"""What the command-line tools (zoo.compare, zoo.collect, zoo.plot, zoo.calibrate, zoo.split) do
+with arguments they cannot use and run folders they cannot read: one line and exit 2, naming
+what is accepted, and nothing written."""
 
 import pandas as pd
 import pytest
 import torch
 
 from cli_runner import run_main
+from meta_overrides import SWIFTNET_META as META
 from zoo.tools import calibrate, collect, compare, plot, split
-from zoo.tools.profile import main as profile_main
-
-META = ["model=swiftnet", "device=meta", "input.size=[64,64]", "summary=false"]
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +118,22 @@ def test_calibrate_rejects_what_it_cannot_measure(argv, expected, capsys, monkey
     assert outcome.code == 2 and expected in outcome.line
 
 
+@pytest.mark.parametrize("argv, option", [(["--size", "1000000"], "--size"),
+                                          (["--size", "99999999999"], "--size"),
+                                          (["--megabytes", "100000000"], "--megabytes")])
+def test_calibrate_refuses_buffers_larger_than_the_memory(tmp_path, capsys, monkeypatch, argv,
+                                                          option):
+    """Before: the allocation failed (exit 1, 'out of memory ... try a smaller input.size',
+    an option calibrate does not have)."""
+    from zoo.tools import calibrate
+
+    outcome = run_main(lambda: calibrate.main(["--device", "cpu", "--seconds", "0.01", *argv]),
+                       [], capsys, monkeypatch)
+    assert outcome.code == 2
+    assert outcome.line.startswith(f"error: {option}={argv[1]} needs ")
+    assert outcome.line.endswith(f"GiB of cpu memory; give a smaller {option}")
+
+
 @pytest.mark.parametrize("tool", [compare, collect, plot, calibrate, split])
 def test_every_tool_reports_usage_errors_in_one_line(tool, capsys, monkeypatch):
     outcome = run_main(tool.main, ["--no-such-flag"], capsys, monkeypatch)
@@ -140,16 +153,19 @@ def test_split_rejects_bad_link_figures(argv, expected, tmp_path, capsys, monkey
     assert list(tmp_path.iterdir()) == []
 
 
-def test_meta_json_records_the_checkpoint_hash(tmp_path, capsys, monkeypatch):
-    import zoo
+@pytest.mark.parametrize("after, problem", [
+    (["~run.seed"], "~run.seed: options cannot be deleted"),
+    (["run.seed=1,2"], "is a sweep; give one value per option"),
+    (["model.in_channels=0.5"], "model.in_channels=0.5 is not accepted"),
+])
+def test_split_reads_overrides_given_after_its_flags(tmp_path, capsys, monkeypatch, after,
+                                                     problem):
+    """Before: ``zoo.split model=swiftnet --meta run.seed=1`` was refused as 'unrecognized
+    arguments: run.seed=1' (argparse stops gathering positionals at a flag)."""
+    from zoo.tools import split
 
-    path = tmp_path / "swiftnet.pth"
-    torch.save(zoo.create_model("swiftnet").state_dict(), path)
-    run_dir = tmp_path / "run"
-    outcome = run_main(profile_main, [*META, f"model.checkpoint={path}",
-                                      f"hydra.run.dir={run_dir}"], capsys, monkeypatch)
-    assert outcome.code == 0, outcome.stderr
-    meta = json.loads((run_dir / "meta.json").read_text())
-    import hashlib
-    assert meta["checkpoint"] == {"path": str(path),
-                                  "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    monkeypatch.chdir(tmp_path)
+    outcome = run_main(lambda: split.main(["model=swiftnet", "--meta", "--depth", "1", *after]),
+                       [], capsys, monkeypatch)
+    assert outcome.code == 2 and problem in outcome.line, outcome
+    assert list(tmp_path.iterdir()) == []

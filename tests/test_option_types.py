@@ -1,15 +1,19 @@
-"""Adversarial: every option strictly typed and checked before any work, through the CLI.
+"""Options are strictly typed (zoo/user_values.py, zoo/options.py) and checked before any work.
 
-Each bad value ends with one ``error:`` line naming what is accepted, exit status 2, and no
-run folder. The cases are those of a hostile or careless user (issue: reliability and
-security)."""
+Through the profile tool each bad value ends with one ``error:`` line naming what is accepted,
+exit status 2, and no run folder; booleans are ``true``/``True``/``false``/``False`` only, on the
+command line and in files; a refused value is shown as it was typed; Python's
+``zoo.create_model`` refuses the same values."""
 
 import pytest
 
+import zoo
 from cli_runner import run_main
+from meta_overrides import ANY_MODEL_META as META
+from zoo.errors import ConfigError
+from zoo.tools.composition import CONFIG_DIR, check_overrides
 from zoo.tools.profile import main
-
-META = ["device=meta", "summary=false"]
+from zoo.user_values import check_yaml_booleans
 
 
 @pytest.mark.parametrize("overrides, expected", [
@@ -58,21 +62,38 @@ def test_bad_options_are_one_line_exit_2_and_no_folder(overrides, expected, tmp_
     assert not (tmp_path / "results").exists()
 
 
-@pytest.mark.parametrize("content, expected", [
-    ("name: x\npeak_flops_per_s: {float32: 1e12}\nmemory_bandwidth_bytes_per_s: 0\n",
-     "memory_bandwidth_bytes_per_s must hold finite values above 0, got 0.0"),
-    ("name: x\npeak_flops_per_s: {float32: -5}\nmemory_bandwidth_bytes_per_s: 1e9\n",
-     "peak_flops_per_s.float32 must hold finite values above 0, got -5.0"),
-    ("name: x\npeak_flops_per_s: {float32: .inf}\nmemory_bandwidth_bytes_per_s: 1e9\n",
-     "must hold finite values above 0"),
-    ("name: [unclosed\n", "is not valid YAML (line 2)"),
-    ("just text\n", "is not a ceilings file"),
-])
-def test_bad_ceilings_fail_before_the_profile(content, expected, tmp_path, capsys, monkeypatch):
-    ceilings = tmp_path / "ceilings.yaml"
-    ceilings.write_text(content)
-    run_dir = tmp_path / "run"
-    outcome = run_main(main, ["model=swiftnet", *META, f"roofline.ceilings={ceilings}",
-                              f"hydra.run.dir={run_dir}"], capsys, monkeypatch)
-    assert outcome.code == 2 and expected in outcome.line
-    assert not run_dir.exists()
+@pytest.mark.parametrize("override, shown", [("model.num_classes=null", "null"),
+                                             ("model.batch_norm=null", "null"),
+                                             ("model.spp_grids=[8,null]", "[8, null]")])
+def test_a_refused_value_is_shown_as_it_was_typed(override, shown):
+    """Before: ``model.num_classes=None is not accepted``."""
+    problem = check_overrides(["model=swiftnet", override])
+    assert problem.startswith(f"{override.split('=')[0]}={shown} is not accepted; accepted: ")
+
+
+@pytest.mark.parametrize("override", ["run.overwrite=TRUE", "plots=yes", "trace=tRuE",
+                                      "input.pad=FALSE", "model.batch_norm=off",
+                                      "summary=False,fALSE"])
+def test_booleans_accept_only_true_and_false_as_yaml_spells_them(override):
+    problem = check_overrides(["model=swiftnet", override])
+    assert problem and ("is not a boolean" in problem or "true or false" in problem), problem
+
+
+def test_booleans_in_files_are_spelled_the_same_way(tmp_path):
+    for spelling, ok in (("true", True), ("False", True), ("yes", False), ("ON", False),
+                         ("TRUE", False), ("'yes'", True)):
+        path = tmp_path / "experiment.yaml"
+        path.write_text(f"# @package _global_\nrun:\n  overwrite: {spelling}\n")
+        if ok:
+            check_yaml_booleans(path)
+        else:
+            with pytest.raises(ConfigError, match="line 3: .* is not a boolean"):
+                check_yaml_booleans(path)
+    for shipped in CONFIG_DIR.rglob("*.yaml"):
+        check_yaml_booleans(shipped)
+
+
+def test_a_zero_std_is_refused_in_python_too():
+    with pytest.raises(zoo.ConfigError, match="model.img_std=.* accepted: null or a non-empty "
+                                               "list of finite numbers > 0"):
+        zoo.create_model("swiftnet", img_std=[58.0, 0.0, 57.0])

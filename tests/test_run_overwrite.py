@@ -1,7 +1,8 @@
 """``run.overwrite`` replaces only what this tool wrote, and no two runs share a folder
-(issue 23, sections 2 and 6): the marker, the protected folders, sweeps replaced only once the
-new jobs are done, strict booleans, sweep folders that would collide, and outputs that are
-whole or absent after a kill, a full disk or through a symbolic link."""
+(profiling/files/writing.py, zoo/tools/profile.py): the ``.stagezoo`` marker, the protected
+working and home folders, sweeps replaced only once the new jobs are done, sweep folders that
+would collide, Hydra settings that would spoil a folder, and outputs that are whole or absent
+after a kill, a full disk or through a symbolic link."""
 
 import errno
 from pathlib import Path
@@ -10,13 +11,11 @@ import pandas as pd
 import pytest
 
 from cli_runner import run_main
-from profiling.errors import ProfilingError
+from profiling import ProfilingError
 from profiling.files import MARKER, write_file, write_folder
 from zoo.tools import job
-from zoo.tools.composition import CONFIG_DIR, check_overrides
-from zoo.errors import ConfigError
 from zoo.tools.profile import main
-from zoo.user_values import check_yaml_booleans
+
 
 META = ["model=swiftnet", "device=meta", "input.size=[32,32]", "summary=false"]
 
@@ -135,28 +134,6 @@ def test_an_interrupted_sweep_leaves_the_old_one_whole(tmp_path, capsys, monkeyp
     assert outcome.code == 130, outcome
     assert _tree(sweep) == before
     assert [p.name for p in tmp_path.iterdir()] == ["sweep"]
-
-
-@pytest.mark.parametrize("override", ["run.overwrite=TRUE", "plots=yes", "trace=tRuE",
-                                      "input.pad=FALSE", "model.batch_norm=off",
-                                      "summary=False,fALSE"])
-def test_booleans_accept_only_true_and_false_as_yaml_spells_them(override):
-    problem = check_overrides(["model=swiftnet", override])
-    assert problem and ("is not a boolean" in problem or "true or false" in problem), problem
-
-
-def test_booleans_in_files_are_spelled_the_same_way(tmp_path):
-    for spelling, ok in (("true", True), ("False", True), ("yes", False), ("ON", False),
-                         ("TRUE", False), ("'yes'", True)):
-        path = tmp_path / "experiment.yaml"
-        path.write_text(f"# @package _global_\nrun:\n  overwrite: {spelling}\n")
-        if ok:
-            check_yaml_booleans(path)
-        else:
-            with pytest.raises(ConfigError, match="line 3: .* is not a boolean"):
-                check_yaml_booleans(path)
-    for shipped in CONFIG_DIR.rglob("*.yaml"):
-        check_yaml_booleans(shipped)
 
 
 @pytest.mark.parametrize("subdir", ["same", "${model.name}", "${hydra.job.name}",

@@ -19,9 +19,8 @@ from torch import nn
 
 from profiling import profile_model, stage, write_run
 from profiling.reports import (format_comparison, format_summary, compare_runs, markdown_cell,
-                               plot_label, printable, read_run, shorten, write_failure)
-from profiling.reports.labels import right_aligned
-from profiling.reports.modules_table import _si
+                               plot_label, printable, read_run, write_failure)
+
 
 #: Stage names that are markup or script in HTML (text, attributes, inside the page's JSON),
 #: plotly's text markup or hover-template fields, or terminal control sequences.
@@ -32,12 +31,22 @@ MARKUP = ["<script>document.body.setAttribute('data-pwned','1')</script>",
           '<a href="javascript:document.body.setAttribute(\'data-pwned\',\'1\')">link</a>',
           '<span style="font-size:300px">huge</span>', "<b>bold</b><br>break",
           "%{customdata}", "<!--", "&amp;"]
+
+
 CONTROL = ["\x1b[2J\x1b[31mred", "line\nbreak", "\u202eevil\u202c", "nul\x00tab\t",
            "\u2066isolate\u2069"]
+
+
 HOSTILE = MARKUP + CONTROL
+
+
 #: Where names come from besides the stages: the model, an option value, the dtype.
 MODEL_NAME = "<script>document.body.setAttribute('data-pwned','model')</script>\x1b[2J"
+
+
 OPTION = "model.width=</script><script>document.title='pwned'</script>"
+
+
 #: Characters that must never reach a terminal or text file raw.
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 
@@ -80,8 +89,6 @@ def hostile(tmp_path_factory):
     return _run(folder, HOSTILE, model_name=MODEL_NAME, modules=("a|b", "x\x1by"),
                 overrides=[OPTION])
 
-
-# -- the one function per medium ----------------------------------------------------------
 
 @pytest.mark.parametrize("text, shown", [
     ("\x1b[2J", "\\x1b[2J"), ("a\nb\r\t", "a\\nb\\r\\t"), ("\u202eabc", "\\u202eabc"),
@@ -126,35 +133,6 @@ def test_plot_labels_are_never_mathtext(name, label):
 def test_markdown_cells_escape_the_column_bar(text, cell):
     assert markdown_cell(text) == cell
 
-
-@pytest.mark.parametrize("text, width, cell", [
-    ("1.00", 6, "  1.00"), ("9.01e-04-0.00229!", 17, " 9.01e-04-0.00229!"),
-    ("1000000000000", 10, " 1000000000000")])
-def test_a_terminal_cell_never_touches_its_neighbour(text, width, cell):
-    assert right_aligned(text, width) == cell
-
-
-@pytest.mark.parametrize("value, text", [(1e15, "1P"), (2.5e18, "2.5E"), (3e12, "3T"),
-                                         (999, "999")])
-def test_module_counts_take_si_suffixes_up_to_exa(value, text):
-    assert _si(value) == text
-
-
-@pytest.mark.parametrize("names", [
-    ["L" * 190 + "_000", "L" * 190 + "_001"],  # alike but for their end
-    ["a" * 100 + "x" + "a" * 100, "a" * 100 + "y" + "a" * 100],  # alike but for the middle
-    ["b" * 200, "c" * 200, "short"]])
-def test_chart_labels_are_short_and_tell_every_name_apart(names):
-    pytest.importorskip("plotly")
-    from profiling.reports.html.formatting import chart_labels
-
-    labels = chart_labels(names)
-    assert len(set(labels)) == len(names)
-    assert all(len(label) <= 48 for label, name in zip(labels, names)
-               if len(set(shorten(n, 48) for n in names)) == len(names))
-
-
-# -- the terminal and the text files --------------------------------------------------------
 
 def test_the_terminal_summary_and_comparison_show_hostile_names_escaped(hostile):
     record = read_run(hostile)
@@ -207,8 +185,6 @@ def test_csv_cells_that_spreadsheets_read_as_formulas_are_kept_verbatim(cell, tm
     assert list(record.stages.loc[record.stages["kind"] == "stage", "stage"]) == [cell, "plain"]
     assert pd.read_csv(tmp_path / "run" / "stages.csv")["stage"].iloc[0] == cell
 
-
-# -- the HTML pages ---------------------------------------------------------------------------
 
 def _data(page_html: str) -> dict:
     text = re.search(r'<script type="application/json" id="report-data">(.*?)</script>',
@@ -295,8 +271,6 @@ def test_plots_of_hostile_names_draw_without_warnings(tmp_path, recwarn):
             or "layout" in str(w.message)] == []
 
 
-# -- in a browser -------------------------------------------------------------------------------
-
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["run", "comparison", "sweep"])
 def test_a_hostile_page_runs_no_script_in_a_browser(kind, hostile, tmp_path):
@@ -327,8 +301,6 @@ def test_a_hostile_page_runs_no_script_in_a_browser(kind, hostile, tmp_path):
     assert '<tspan style="font-size:300px">' not in shown.dom  # plotly drew no name's markup
 
 
-# -- run-folder content echoed by the comparison, fonts, long lists ------------------------------
-
 @pytest.mark.parametrize("field, value", [
     ("model", "\x1b[2J\x1b[31mEVIL"), ("model", "two\nlines"), ("model", "\u202eledom")])
 def test_comparison_header_and_refusal_show_run_folder_content_escaped(field, value, hostile,
@@ -357,58 +329,6 @@ def test_plots_write_characters_their_fonts_lack_as_escapes(name, shown):
     from profiling.reports.plots import plot_label as drawn_label
 
     assert drawn_label(name) == shown
-
-
-@pytest.mark.parametrize("count, columns", [(5, 1), (30, 1), (31, 2), (300, 10)])
-def test_the_roofline_lists_its_stage_calls_in_columns(count, columns):
-    pytest.importorskip("matplotlib")
-    from matplotlib.figure import Figure
-
-    from profiling.reports.plots import _number_points
-
-    rows = pd.DataFrame({"stage": [f"s{i}" for i in range(count)], "depth": 0,
-                         "call_index": 0})
-    axes = Figure().subplots()
-    x = pd.Series(range(1, count + 1), dtype=float)
-    _number_points(axes, rows, x, x)
-    lists = [t for t in axes.texts if re.match(r"\s*\d+ s\d+", t.get_text())]
-    assert len(lists) == columns
-    assert sum(len(t.get_text().splitlines()) for t in lists) == count
-
-
-@pytest.mark.parametrize("depth, spaces", [(0, 0), (3, 3), (8, 8), (39, 8)])
-def test_deep_nesting_indents_at_most_eight_levels(depth, spaces):
-    pytest.importorskip("plotly")
-    from profiling.reports.html.formatting import indent
-
-    assert indent(depth) == "\u2003" * spaces
-
-
-@pytest.mark.parametrize("entries, side", [(1, "h"), (8, "h"), (9, "v"), (40, "v")])
-def test_a_chart_with_many_legend_entries_puts_its_legend_beside_the_plot(entries, side):
-    pytest.importorskip("plotly")
-    from profiling.reports.html.run_charts import legend_layout
-
-    layout = legend_layout(entries)
-    assert layout["orientation"] == side and (side == "h" or layout["x"] > 1)
-
-
-@pytest.mark.parametrize("columns, memory, time", [
-    ({"tensor_peak_mb": [float("nan")] * 2}, None, "cpu_time_ms_median"),
-    ({"cuda_peak_mb": [float("nan")] * 2, "tensor_peak_mb": [1.0, 2.0]}, "tensor_peak_mb",
-     "cpu_time_ms_median"),
-    ({"cuda_time_ms_median": [float("nan")] * 2, "cuda_peak_mb": [3.0, None]}, "cuda_peak_mb",
-     "cpu_time_ms_median"),
-    ({"cpu_time_ms_median": [float("nan")] * 2}, None, None)])
-def test_a_column_of_missing_values_only_is_not_shown(columns, memory, time):
-    from profiling.statistics.aggregate import first_column, time_column
-
-    stages = pd.DataFrame({"stage": ["a", "b"], "cpu_time_ms_median": [1.0, 2.0], **columns})
-    assert first_column(stages, "cuda_peak_mb", "tensor_peak_mb") == memory
-    assert time_column(stages) == time
-    summary = format_summary(stages.assign(kind="stage", depth=0, call_index=0, parent="",
-                                           out_bytes=8, order=[0, 1]))
-    assert ("peak MB" in summary.splitlines()[0]) == (memory is not None)
 
 
 @pytest.mark.parametrize("name", ["\x1b[2J", "a\x07b", "x\u202ey"])
