@@ -163,7 +163,8 @@ def payload_figure(stages: pd.DataFrame) -> Any:
                        name=f"output, depth {depth}", customdata=calls["key"][chosen],
                        marker_color=f"hsl({(210 + 67 * depth) % 360},65%,50%)",
                        hovertext=hover[chosen],
-                       hovertemplate="%{hovertext}<br>output " + hover_number("y") + " MB<extra></extra>")
+                       hovertemplate="%{hovertext}<br>output " + hover_number("y")
+                                     + " MB<extra></extra>")
     zero = output == 0
     if zero.any():
         positive = output[output > 0] / 1e6
@@ -178,7 +179,8 @@ def payload_figure(stages: pd.DataFrame) -> Any:
         figure.add_scatter(x=np.array(labels)[shown], y=alive[shown] / 1e6, mode="lines+markers",
                            name="alive across the cut after the call", line={"color": "#111"},
                            customdata=calls["key"][shown], hovertext=hover[shown],
-                           hovertemplate="%{hovertext}<br>alive across the cut " + hover_number("y") + " MB"
+                           hovertemplate="%{hovertext}<br>alive across the cut "
+                                         + hover_number("y") + " MB"
                                          "<extra></extra>")
     figure.update_layout(
         barmode="overlay", height=360 + 6 * min(max(map(len, labels), default=0), 60),
@@ -233,8 +235,9 @@ def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
                            name=f"depth {depth}", customdata=rows["key"], text=text,
                            marker={"size": max(6, 13 - 2 * depth), "line": {"width": 1,
                                                                             "color": "#fff"}},
-                           hovertemplate="%{text}<br>intensity " + hover_number("x") + " FLOP/byte<br>"
-                                         "achieved " + hover_number("y") + " GFLOP/s<extra></extra>")
+                           hovertemplate="%{text}<br>intensity " + hover_number("x")
+                                         + " FLOP/byte<br>achieved " + hover_number("y")
+                                         + " GFLOP/s<extra></extra>")
     low, high = float(intensity[keep].min()) / 4, float(intensity[keep].max()) * 4
     if ceilings is not None:
         high = max(high, ceilings.ridge_point(dtype) * 4)
