@@ -111,7 +111,7 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str,
         margin={"t": 30, "l": 10, "r": 10, "b": 50},
         xaxis={"type": "log", "title": {"text": f"{_time_words(metric)}, run / A (log), with "
                                                 f"its 95% interval"}},
-        yaxis={"autorange": "reversed", "automargin": True, "type": "category",
+        yaxis={"range": [count - 0.5, -0.5], "automargin": True, "type": "category",
                "tickmode": "linear", "dtick": 1},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
     return figure
