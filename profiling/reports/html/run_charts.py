@@ -13,7 +13,8 @@ from ...statistics.aggregate import first_column, time_column
 from ...counting.roofline import Ceilings, attainable_flops, stage_points
 from .formatting import chart_labels, hover_number, indent, significant, stage_label
 from .page import chart_label, escape
-from .stage_tree import ROOT, collapse_chains, exclusive_values, parent_keys, stage_calls
+from .stage_tree import (CHAIN, ROOT, collapse_chains, exclusive_values, parent_keys,
+                         stage_calls)
 
 __all__ = ["icicle_metrics", "icicle_figure", "payload_figure", "roofline_figure",
            "memory_column", "axis_scale"]
@@ -98,6 +99,7 @@ def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
     parents = [p for p, kept in zip(parents, keep) if kept]
     labels = [label for label, kept in zip(labels, keep) if kept]
     shown = chart_labels(labels)
+    innermost = [label.split(CHAIN)[-1] for label in shown]  # a chain's block says its last
     other = (calls["kind"] == "other").to_numpy()
     versions = []
     for label, column, unit, total in metrics:
@@ -110,7 +112,7 @@ def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
             "hovertext": [f"<b>forward</b><br>{significant(whole)} {unit}{outside}",
                           *_hover(labels, values, unit, whole, other)],
             "text": [f"forward \u00b7 {significant(whole)} {unit}",
-                     *_block_text(shown, values, unit, whole)],
+                     *_block_text(innermost, values, unit, whole)],
             "marker.colors": [OTHER_COLOUR, *self_colours(own, other)]}))
     go = _go()
     first = versions[0][2]
