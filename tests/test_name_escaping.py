@@ -286,7 +286,7 @@ def test_a_hostile_page_runs_no_script_in_a_browser(kind, hostile, tmp_path):
                       overrides=["model.width=1"], config={"model": {"name": "x", "width": 1}})
         folders, charts = [tmp_path / "sweep"], 2
     else:
-        folders, charts = ([hostile], 5) if kind == "run" else ([hostile, hostile], 1)
+        folders, charts = ([hostile], 5) if kind == "run" else ([hostile, hostile], 2)
     page = write_report(folders, tmp_path / f"{kind}.html")
     shown = render(page, tmp_path / f"{kind}.png")
     body = re.search(r"<body[^>]*>", shown.dom).group(0)

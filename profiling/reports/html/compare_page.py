@@ -97,7 +97,8 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str,
                                                            "#64748b").tolist()}},
             text=np.where(significant_rows, "significant", "within the noise").tolist(),
             hovertext=[escape(name) for name in names],
-            hovertemplate="%{hovertext}<br>ratio " + hover_number("x") + "<br>%{text}<extra>" + letter
+            hovertemplate="%{hovertext}<br>ratio " + hover_number("x")
+                          + "<br>%{text}<extra>" + letter
                           + "/A</extra>")
     count = max(len(labels or []), 1)
     figure.add_vline(x=1.0, line_dash="dot", line_color="#111")
@@ -110,7 +111,7 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str,
         margin={"t": 30, "l": 10, "r": 10, "b": 50},
         xaxis={"type": "log", "title": {"text": f"{_time_words(metric)}, run / A (log), with "
                                                 f"its 95% interval"}},
-        yaxis={"autorange": "reversed", "automargin": True, "type": "category",
+        yaxis={"range": [count - 0.5, -0.5], "automargin": True, "type": "category",
                "tickmode": "linear", "dtick": 1},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
     return figure
@@ -121,10 +122,14 @@ def factor_text(ratio: float) -> str:
     return f"{significant(ratio)}x"
 
 
+#: The most stage calls the change chart shows (the largest changes; the table has them all).
+CHANGES_SHOWN = 40
+
+
 def _change_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
-    """Per stage call, how many ms each run's median time moved from A's, the largest
-    changes on top (the whole forward left out: it would dwarf every stage); red where
-    slower, green where faster, solid where significant."""
+    """Per stage call, how many ms each run's median time moved from A's, the
+    :data:`CHANGES_SHOWN` largest changes on top (the whole forward left out: it would dwarf
+    every stage); red where slower, green where faster, solid where significant."""
     import plotly.graph_objects as go
 
     figure = go.Figure()
@@ -134,6 +139,7 @@ def _change_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
         rows["change"] = rows[f"{metric}_b"] - rows[f"{metric}_a"]
         rows = rows.dropna(subset=["change"])
         rows = rows.reindex(rows["change"].abs().sort_values(ascending=False).index)
+        rows = rows.head(CHANGES_SHOWN)
         names = [stage_label(s, c) for s, c in zip(rows["stage"], rows["call_index"])]
         marked = rows["significant"].fillna(False).astype(bool).to_numpy()
         colours = np.where(rows["change"] > 0, "#b91c1c", "#15803d")
@@ -260,9 +266,10 @@ def comparison_page(runs: Sequence[Run], *, min_change: float = MIN_CHANGE,
         page.sections.append(Section(
             "Time changes and ratios", '<div class="row">' + chart_placeholder("changes")
             + chart_placeholder("ratios") + "</div>", anchor="ratios",
-            note=f"Left: how many ms each stage call's median time moved from A, the largest "
-                 f"first (solid: significant). Right: its median time in a run over its "
-                 f"median time in A, in forward order, with the 95% interval of the ratio "
+            note=f"Left: how many ms each stage call's median time moved from A, the "
+                 f"{CHANGES_SHOWN} largest first (solid: significant). Right: its median time "
+                 f"in a run over its median time in A, in forward order, with the 95% "
+                 f"interval of the ratio "
                  f"(percentile bootstrap over both runs' repeats)"
                  + (", and the ratio of all counted FLOPs as a dashed line" if flops_ratios
                     else "") + ". "

@@ -35,7 +35,13 @@ def model_name(config: Mapping[str, Any]) -> str:
 
 
 def _typed(value: Any) -> str:
-    """A value as it is typed on the command line: ``[64,64]``, ``true``, ``swiftnet``."""
+    """A value as it is typed on the command line: ``[64,64]``, ``true``, ``swiftnet``
+    (a flattened config holds lists as their JSON text, ``[64, 64]``)."""
+    if isinstance(value, str) and value.startswith("["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
     if isinstance(value, (list, tuple, bool)):
         return json.dumps(value, separators=(",", ":"))
     return str(value)

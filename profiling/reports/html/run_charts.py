@@ -13,7 +13,8 @@ from ...statistics.aggregate import first_column, time_column
 from ...counting.roofline import Ceilings, attainable_flops, stage_points
 from .formatting import chart_labels, hover_number, indent, significant, stage_label
 from .page import chart_label, escape
-from .stage_tree import ROOT, collapse_chains, exclusive_values, parent_keys, stage_calls
+from .stage_tree import (CHAIN, ROOT, collapse_chains, exclusive_values, parent_keys,
+                         stage_calls)
 
 __all__ = ["icicle_metrics", "icicle_figure", "payload_figure", "roofline_figure",
            "memory_column", "axis_scale"]
@@ -98,6 +99,7 @@ def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
     parents = [p for p, kept in zip(parents, keep) if kept]
     labels = [label for label, kept in zip(labels, keep) if kept]
     shown = chart_labels(labels)
+    innermost = [label.split(CHAIN)[-1] for label in shown]  # a chain's block says its last
     other = (calls["kind"] == "other").to_numpy()
     versions = []
     for label, column, unit, total in metrics:
@@ -110,7 +112,7 @@ def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
             "hovertext": [f"<b>forward</b><br>{significant(whole)} {unit}{outside}",
                           *_hover(labels, values, unit, whole, other)],
             "text": [f"forward \u00b7 {significant(whole)} {unit}",
-                     *_block_text(shown, values, unit, whole)],
+                     *_block_text(innermost, values, unit, whole)],
             "marker.colors": [OTHER_COLOUR, *self_colours(own, other)]}))
     go = _go()
     first = versions[0][2]
@@ -163,7 +165,8 @@ def payload_figure(stages: pd.DataFrame) -> Any:
                        name=f"output, depth {depth}", customdata=calls["key"][chosen],
                        marker_color=f"hsl({(210 + 67 * depth) % 360},65%,50%)",
                        hovertext=hover[chosen],
-                       hovertemplate="%{hovertext}<br>output " + hover_number("y") + " MB<extra></extra>")
+                       hovertemplate="%{hovertext}<br>output " + hover_number("y")
+                                     + " MB<extra></extra>")
     zero = output == 0
     if zero.any():
         positive = output[output > 0] / 1e6
@@ -178,7 +181,8 @@ def payload_figure(stages: pd.DataFrame) -> Any:
         figure.add_scatter(x=np.array(labels)[shown], y=alive[shown] / 1e6, mode="lines+markers",
                            name="alive across the cut after the call", line={"color": "#111"},
                            customdata=calls["key"][shown], hovertext=hover[shown],
-                           hovertemplate="%{hovertext}<br>alive across the cut " + hover_number("y") + " MB"
+                           hovertemplate="%{hovertext}<br>alive across the cut "
+                                         + hover_number("y") + " MB"
                                          "<extra></extra>")
     figure.update_layout(
         barmode="overlay", height=360 + 6 * min(max(map(len, labels), default=0), 60),
@@ -233,8 +237,9 @@ def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
                            name=f"depth {depth}", customdata=rows["key"], text=text,
                            marker={"size": max(6, 13 - 2 * depth), "line": {"width": 1,
                                                                             "color": "#fff"}},
-                           hovertemplate="%{text}<br>intensity " + hover_number("x") + " FLOP/byte<br>"
-                                         "achieved " + hover_number("y") + " GFLOP/s<extra></extra>")
+                           hovertemplate="%{text}<br>intensity " + hover_number("x")
+                                         + " FLOP/byte<br>achieved " + hover_number("y")
+                                         + " GFLOP/s<extra></extra>")
     low, high = float(intensity[keep].min()) / 4, float(intensity[keep].max()) * 4
     if ceilings is not None:
         high = max(high, ceilings.ridge_point(dtype) * 4)

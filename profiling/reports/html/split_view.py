@@ -75,7 +75,8 @@ def cut_bytes_figure(cuts: pd.DataFrame) -> Any:
     figure = go.Figure(go.Bar(x=labels, y=sizes, customdata=cuts["key"],
                               marker_color=cut_colours(len(cuts)),
                               hovertext=[escape(cut) for cut in cuts["cut"]],
-                              hovertemplate="%{hovertext}<br>" + hover_number("y") + " MB<extra></extra>"))
+                              hovertemplate="%{hovertext}<br>" + hover_number("y")
+                                            + " MB<extra></extra>"))
     inner = cuts.index[1:] if len(cuts) > 1 else cuts.index
     fewest = cuts.loc[inner, "raw_bytes"].astype(float).idxmin()
     if pd.notna(fewest):

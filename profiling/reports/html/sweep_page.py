@@ -115,7 +115,8 @@ def _stacked_figure(records: Sequence[RunRecord], jobs: Sequence[str]) -> Any:
     for index, name in enumerate(names):
         figure.add_bar(x=shown_jobs, y=versions[0][1][index], name=chart_label(name),
                        customdata=[stage_key(name, 0)] * len(finished),
-                       hovertemplate=f"{escape(name)}<br>%{{x}}: {hover_number('y')}<extra></extra>")
+                       hovertemplate=f"{escape(name)}<br>%{{x}}: {hover_number('y')}"
+                                     f"<extra></extra>")
     buttons = [{"label": label, "method": "update",
                 "args": [{"y": values}, {"yaxis.title.text": label}]}
                for label, values in versions]
