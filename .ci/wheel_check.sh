@@ -45,6 +45,7 @@ run stagezoo --help > /dev/null
 run stagezoo profile --help > /dev/null
 run stagezoo --version
 run stagezoo list 'resnet1*' > /dev/null
+run stagezoo serve --help > /dev/null
 [ -z "$(ls -A)" ] || { echo "--help wrote into the current folder: $(ls -A)"; exit 1; }
 run stagezoo profile model=faster_rcnn device=cpu run.repeats=2 hydra.run.dir=quick
 run stagezoo profile model=swiftnet 'input.size=[256,512]' device=meta hydra.run.dir=a
