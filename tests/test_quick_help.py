@@ -55,7 +55,7 @@ def test_help_names_the_models_model_arch_and_the_other_tools():
             "torchvision") in lines
     assert "  model=torchvision model.arch=NAME, model=timm model.arch=NAME" in lines
     assert ("Other tools (stagezoo TOOL --help, or python -m zoo.TOOL --help): calibrate, "
-            "collect, compare, list, plot, report, split.") in lines
+            "collect, compare, list, plot, report, serve, split.") in lines
 
 
 @pytest.mark.parametrize("args", [[tool, "--help"] for tool in TOOLS] + [["--version"]])

@@ -145,10 +145,10 @@ def _check_faces(folder: Path, rows: list[str], calls: list[str], label: str,
         median = by_call.loc[name, "cpu_time_ms_median"]
         assert float(cells["time ms"]) == pytest.approx(max(float(median), 0.0)), name
         assert float(cells["% of forward"]) == pytest.approx(100 * max(median, 0) / forward)
-        if by_call.loc[name, "kind"] == "stage":  # the interval written as the terminal does
+        if by_call.loc[name, "kind"] == "stage":  # the terminal's figures, with an en dash
             low, high = (by_call.loc[name, f"cpu_time_ms_median_ci95_{end}"]
                          for end in ("low", "high"))
-            assert cells[f"{label} ms"] == f"{significant(low)}-{significant(high)}"
+            assert cells[f"{label} ms"] == f"{significant(low)}\u2013{significant(high)}"
         assert float(median) >= 0 or by_call.loc[name, "kind"] != "other"
 
     # coverage: 1 - other / forward, never above 100%, the same on the terminal and the page

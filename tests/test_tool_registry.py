@@ -20,7 +20,7 @@ TOOLS = registered_tools()
 
 def test_the_registry_finds_every_tool_module():
     assert list(TOOLS) == ["calibrate", "collect", "compare", "list", "plot", "profile",
-                           "report", "split"]
+                           "report", "serve", "split"]
     assert {name: tool.module for name, tool in TOOLS.items()} == {
         name: f"zoo.tools.{name}" for name in TOOLS}
 

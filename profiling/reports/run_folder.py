@@ -32,6 +32,7 @@ import torch
 from ..errors import require_extra
 from ..runner.passes import ProfileResult
 from ..files.writing import Content, write_folder
+from ..trace import TRACE_FILE
 from .layers_table import layers_files
 from .metadata import host_name
 from .modules_table import modules_files
@@ -47,7 +48,6 @@ PAYLOAD_FILE = "payload.log"
 LAYERS_FILES = (LAYERS_FILE, "layers.txt")
 MODULES_FILES = ("modules.csv", "modules.txt")
 PLOTS_FOLDER = "plots"
-TRACE_FILE = "trace.json.gz"
 
 
 def _plots(record: RunRecord, model: Optional[torch.nn.Module]

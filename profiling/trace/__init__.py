@@ -7,7 +7,7 @@ from .._exports import lazy_exports
 
 #: Each public name and the module that defines it.
 _EXPORTS = {
-    "export_trace": "export", "trace_forward": "export",
+    "export_trace": "export", "trace_forward": "export", "TRACE_FILE": "export",
     "GPU_CATEGORIES": "summary", "SYNC_CALLS": "summary", "RangeWork": "summary",
     "read_trace_events": "summary", "gpu_work_per_range": "summary", "sync_calls": "summary",
 }

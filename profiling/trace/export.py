@@ -13,6 +13,9 @@ from torch.profiler import ProfilerActivity, profile
 from ..stages.attach import attach_stages
 from ..collectors.trace_ranges import TraceRanges
 from ..stages.guards import call_model, check_inputs
+
+#: The trace's file in a run folder (``trace=true``), gzip-compressed Chrome-trace JSON.
+TRACE_FILE = "trace.json.gz"
 from ..stages.session import Session
 
 __all__ = ["export_trace", "trace_forward"]

@@ -9,11 +9,13 @@ an experiment sets are summed up by ``experiment=NAME``). ``hydra.*`` options ar
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, Sequence
 
 from omegaconf import OmegaConf
 
 from .composition import CONFIG_GROUPS, compose_config
+from .search_path import search_path_overrides
 
 __all__ = ["changed_options", "options_line"]
 
@@ -47,19 +49,30 @@ def changed_options(overrides: Sequence[str], given: Any = None) -> list[str]:
     """The command-line overrides ``overrides`` as the options they change, ``key=value``, in
     the config's order (the group choices first); ``given``: their config, when it was
     composed already (else it is composed here)."""
-    group = [o for o in overrides if o.split("=", 1)[0].lstrip("+") in CONFIG_GROUPS]
-    default_choices = compose_config([], hydra=True).hydra.runtime.choices
+    group = tuple(o for o in overrides if o.split("=", 1)[0].lstrip("+") in CONFIG_GROUPS)
+    default_choices, base = _defaults(group, tuple(search_path_overrides(overrides)))
     shown = []
     for override in group:
         name, _, value = override.partition("=")
         if value != str(default_choices.get(name.lstrip("+"))):
             shown.append(f"{name.lstrip('+')}={value}")
-    base = _plain(compose_config(group))
     given = _plain(given if given is not None else compose_config(list(overrides)))
     shown += [f"{key}={_text(value)}" for key, value in given.items()
               if base.get(key, _REMOVED) != value]
     shown += [f"~{key}" for key in base if key not in given]
     return shown
+
+
+@lru_cache(maxsize=8)
+def _defaults(group: tuple[str, ...], search: tuple[str, ...]
+              ) -> tuple[dict[str, str], dict[str, Any]]:
+    """The default group choices, and the options that ``group``'s choices give (from the
+    shipped configs and the ``hydra.searchpath`` folders of ``search``), composed once per
+    process: the options line before Hydra and the run's ``meta.json`` ask for the same ones
+    (a run composes its config once, tests/test_compose_once.py)."""
+    choices = compose_config([], hydra=True).hydra.runtime.choices
+    return ({str(k): str(v) for k, v in choices.items()},
+            _plain(compose_config([*search, *group])))
 
 
 def options_line(overrides: Sequence[str], given: Any = None) -> str:

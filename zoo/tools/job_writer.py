@@ -78,6 +78,9 @@ def _changed_options(cfg: DictConfig) -> list[str]:
         return []
     from .changed_options import changed_options
 
+    search = list(HydraConfig.get().searchpath)  # Hydra keeps hydra.* apart from the task's
+    if search:
+        overrides = [f"hydra.searchpath=[{','.join(search)}]", *overrides]
     return changed_options(overrides, cfg)
 
 

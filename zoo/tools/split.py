@@ -159,19 +159,15 @@ def _check_arguments(args) -> tuple[str, ...]:
 def _run(argv: Optional[Sequence[str]]) -> None:
     args = _parser().parse_intermixed_args(argv)  # overrides after the flags too
     codecs = _check_arguments(args)
-    from profiling.counting import load_ceilings
     from profiling.files import check_replaceable, check_writable, write_folder
-    from profiling.reports import read_run
 
     if args.out is not None:  # checked before the work: never an analysis lost at the end
         check_replaceable(args.out, option=None)
     check_writable("--out", args.out or _DEFAULT_PARENT)
-    ceilings = load_ceilings(args.device_ceilings) if args.device_ceilings else None
-    device_run = read_run(args.device_run) if args.device_run else None
-    server_run = read_run(args.server_run) if args.server_run else None
-    cfg = split_config(device_run, server_run, args.overrides)
-    from .split_report import analyse
+    from .split_report import analyse, read_sides
 
+    ceilings, device_run, server_run = read_sides(args)
+    cfg = split_config(device_run, server_run, args.overrides)
     files, lines = analyse(cfg, args, codecs, ceilings, device_run, server_run)
     label = model_label(cfg.model.name, cfg.model.get("arch"))
     out = args.out or _DEFAULT_PARENT / f"{run_stamp()}_{label}"

@@ -122,6 +122,18 @@ def _plots(analysis, cuts: pd.DataFrame, latency: Optional[pd.DataFrame], title:
     return files, []
 
 
+def read_sides(args) -> tuple[Optional[Ceilings], Any, Any]:
+    """The device's ceilings and the device and server runs that ``args`` name, each read and
+    checked before any work (``None`` where not given)."""
+    from profiling.counting import load_ceilings
+    from profiling.reports import read_run
+
+    ceilings = load_ceilings(args.device_ceilings) if args.device_ceilings else None
+    device_run = read_run(args.device_run) if args.device_run else None
+    server_run = read_run(args.server_run) if args.server_run else None
+    return ceilings, device_run, server_run
+
+
 def analyse(cfg, args, codecs: tuple[str, ...], ceilings: Optional[Ceilings],
             device_run: Any, server_run: Any) -> tuple[dict[str, Any], list[str]]:
     """Run the analysis of ``cfg`` as the parsed ``args`` ask; the files and terminal lines."""

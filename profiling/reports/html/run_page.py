@@ -10,7 +10,7 @@ from ...statistics.aggregate import time_column
 from ...statistics.coverage import OTHER
 from ...errors import ProfilingError
 from ..record import Run, as_record
-from ..run_folder import TRACE_FILE
+from ...trace import TRACE_FILE
 from ..runs import forward_median
 from ..view import OTHER_RULE, forward_order, run_view
 from .formatting import indent, span, stage_label
