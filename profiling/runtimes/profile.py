@@ -15,7 +15,6 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
-import numpy as np
 import torch
 from torch.utils._pytree import tree_flatten
 

@@ -3,11 +3,12 @@ process, in alternation, so that the machine's drift hits both alike.
 
 Both models are built and analysed first (payload, counts, warm-up, one timed forward each);
 then each round times one forward of each, in the order A B, B A, A B, ... (so that neither
-always goes first). When a side names a runtime (``run.runtime=onnxruntime``), the rounds time
-plain forwards of sessions opened once (:mod:`.ab_forwards`). Round ``i``'s two forwards are row ``repeat = i`` of each run's
+always goes first). Round ``i``'s two forwards are row ``repeat = i`` of each run's
 ``times.csv``; :func:`profiling.reports.comparison.compare_paired_runs` compares them round
-by round. The output folder holds ``a/`` and ``b/`` (run folders, as ``zoo.profile`` writes
-them) and ``compare.csv``, and appears whole or not at all.
+by round. When a side names a runtime (``run.runtime=onnxruntime``), the rounds time plain
+forwards of sessions opened once instead (:mod:`.ab_forwards`). The output folder holds
+``a/`` and ``b/`` (run folders, as ``zoo.profile`` writes them) and ``compare.csv``, and
+appears whole or not at all.
 """
 
 from __future__ import annotations
