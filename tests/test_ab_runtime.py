@@ -105,6 +105,8 @@ def test_torch_against_onnxruntime_int8_is_one_paired_comparison(tmp_path, monke
     assert b.meta["deployment"]["ab_session_settings"] == {
         "session.intra_op.allow_spinning": "0"}
     assert "ab_session_settings" not in a.meta["deployment"]
+    for record in (a, b):  # stage times: the one profiled forward; the rounds time no stage
+        assert set(pd.read_csv(record.directory / "times.csv")["repeat"]) == {0}
     lines = format_comparison(table, a, b).splitlines()
     assert lines[:2] == [f"A: {out / 'a'} (torch float32)",
                          f"B: {out / 'b'} (onnxruntime int8 (other operators in float32))"]

@@ -142,6 +142,9 @@ def test_float32_run_has_the_torch_stages_and_times_that_add_up(runtime, tmp_pat
     overhead = profiled.deployment["profiler_overhead"]
     assert overhead["rounds"] == 10 and overhead["confidence"] == 0.95
     assert overhead["low"] <= overhead["ratio"] <= overhead["high"]
+    # sessions that take turns keep ONNX Runtime's threads from spinning, and say so
+    assert profiled.deployment["paired_session_settings"] == (
+        {"session.intra_op.allow_spinning": "0"} if runtime == "onnxruntime" else {})
 
 
 def test_a_slow_runtime_profiler_and_a_slow_int8_are_said():
