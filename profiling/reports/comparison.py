@@ -32,7 +32,7 @@ from .labels import printable, right_aligned, shorten
 from .numbers import plain, significant
 from .record import Run, RunRecord, as_record
 from .runs import flatten_config, forward_median
-from .view import extra_metrics, forward_order
+from .view import executed_precision, extra_metrics, forward_order
 
 __all__ = ["PAYLOAD_COLUMNS", "compared_columns", "compare_stages",
            "compare_runs", "compare_paired_runs", "add_significance", "forward_comparison",
@@ -336,16 +336,11 @@ def forward_comparison(a: Mapping[str, Any], b: Mapping[str, Any], *,
 
 
 def executed_as(meta: dict) -> str:
-    """What ran a run's forward, and in which precision, from ``meta.json``'s deployment:
-    ``torch float32``, ``onnxruntime int8 (other operators in float32)``, ``openvino float32``."""
+    """What ran a run's forward, and in which precision it executed
+    (:func:`~.view.executed_precision`): ``torch float32``, ``onnxruntime int8 99% + float32 1%
+    of node time``."""
     deployment = meta.get("deployment") or {}
-    engine, dtype = deployment.get("runtime") or "torch", deployment.get("dtype") or "float32"
-    floating = deployment.get("inference_precision")
-    if dtype == "int8" and floating:
-        return f"{engine} int8 (other operators in {floating})"
-    if floating and floating != dtype:
-        return f"{engine} {dtype} (executed in {floating})"
-    return f"{engine} {dtype}"
+    return f"{deployment.get('runtime') or 'torch'} {executed_precision(meta)}"
 
 
 def compare_paired_runs(a: Run, b: Run, *, min_change: float = AB_MIN_CHANGE
