@@ -5,12 +5,15 @@ time of PyTorch eager float32, ONNX Runtime float32 and int8, OpenVINO float32 a
 the median of the timed forwards of one session alone, its profiler off, with the runtime's
 default threading), the share of the runtime's node time that maps to stages, and the
 profiling overhead: the forward with the profiler on over the same model in the same runtime
-with it off, timed in rotation with a second unprofiled session whose ratio (the
-``control`` column) is the measurement's noise floor (target: at most 1.05x). In that
+with it off, the median of the per-round ratios of sessions timed in interleaved rounds, with
+its 95% interval (the statistics of ``zoo.compare --run``), beside a second unprofiled
+session's ratio (the ``control`` column), the measurement's noise floor (target: at most
+1.05x). In that
 rotation ONNX Runtime's idle threads do not spin: with spinning on, the threads of the
 session that just ran take the cores from the next one, which is no cost of profiling.
 
     python benchmarks/runtimes.py --repeats 20 --out results/runtimes_benchmark.md
+    python benchmarks/runtimes.py --models resnet18 --size 64 64 --repeats 10  # small
 
 The exports are cached (``$XDG_CACHE_HOME/stagezoo/exports``), so a second run skips them.
 """
@@ -27,8 +30,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from profiling.statistics import interleaved_ms, ratio_entry
 from profiling.runtimes import default_cache_folder, profile_runtime
 from profiling.runtimes.backends import make_backend
+from profiling.runtimes.paired_speed import forward_timer
 from profiling.runtimes.parts import tensor_feeds
 from zoo.runtime import export_identity
 from zoo.tools.composition import compose_config
@@ -53,25 +58,19 @@ def _median_ms(run, repeats: int, warmup: int = 2) -> float:
 
 
 def _on_off(profiled, runtime: str, feeds, workdir: Path, rounds: int
-            ) -> tuple[float, float, float]:
-    """Median forward (ms) with the runtime's profiler off, and the ratios of the profiled
-    session (``on``) and of a second unprofiled one (``control``, the noise floor of the
-    measurement) to it: three sessions of the same model, timed in rotation (each round
-    starts with another), ONNX Runtime's idle threads not spinning so that one session's
-    threads do not slow the next one's run."""
-    sessions = {name: make_backend(runtime, profiled.run_file, workdir, "cpu", name == "on",
-                                   profiled.quantised_model, spinning=False)
-                for name in ("off", "on", "control")}
-    names = list(sessions)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for index in range(rounds + 2):
-        for name in names[index % 3:] + names[:index % 3]:
-            start = time.perf_counter_ns()
-            sessions[name].run(feeds)
-            if index >= 2:
-                times[name].append((time.perf_counter_ns() - start) / 1e6)
-    off = float(np.median(times["off"]))
-    return off, float(np.median(times["on"])) / off, float(np.median(times["control"])) / off
+            ) -> tuple[float, dict, dict]:
+    """Median forward (ms) with the runtime's profiler off, and the paired ratios (with their
+    95% intervals, :func:`profiling.statistics.ratio_entry`) of the profiled session
+    (``on``) and of a second unprofiled one (``control``, the noise floor of the measurement)
+    to it: three sessions of the same model, timed in interleaved rounds (each round starts
+    with another, :func:`profiling.statistics.interleaved_ms`), ONNX Runtime's idle threads
+    not spinning so that one session's threads do not slow the next one's run."""
+    sessions = [make_backend(runtime, profiled.run_file, workdir, "cpu", name == "on",
+                             profiled.quantised_model, spinning=False)
+                for name in ("off", "on", "control")]
+    off, on, control = interleaved_ms([forward_timer(s, feeds) for s in sessions], rounds,
+                                      warmup=2)
+    return float(np.median(off)), ratio_entry(off, on), ratio_entry(off, control)
 
 
 def _model_row(name: str, overrides: list[str], repeats: int, root: Path) -> list[dict]:
@@ -99,20 +98,44 @@ def _model_row(name: str, overrides: list[str], repeats: int, root: Path) -> lis
     return rows
 
 
+def _ratio_text(entry: dict) -> str:
+    """``1.045x (1.02-1.07)``: a paired ratio and its interval (none with too few rounds)."""
+    if entry["low"] is None:
+        return f"{entry['ratio']:.3f}x"
+    return f"{entry['ratio']:.3f}x ({entry['low']:.3f}-{entry['high']:.3f})"
+
+
 def _table(rows: list[dict], machine: str) -> str:
     lines = [f"Machine: {machine}", "",
              "| model | engine | dtype | forward ms | vs torch | time mapped to stages | "
-             "profiler overhead | unprofiled control |",
+             "profiler overhead (95% interval) | unprofiled control (95% interval) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     eager = {r["model"]: r["forward_ms"] for r in rows if r["engine"] == "torch eager"}
     for r in rows:
         share = "" if r.get("mapped_share") is None else f"{100 * r['mapped_share']:.1f}%"
-        overhead, control = (f"{r[key]:.3f}x" if key in r else "" for key in ("overhead",
-                                                                              "control"))
+        overhead, control = (_ratio_text(r[key]) if key in r else "" for key in ("overhead",
+                                                                                 "control"))
         lines.append(f"| {r['model']} | {r['engine']} | {r['dtype']} | {r['forward_ms']:.3g} | "
                      f"{eager[r['model']] / r['forward_ms']:.2f}x | {share} | {overhead} | "
                      f"{control} |")
     return "\n".join(lines)
+
+
+def _cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` says."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            return next(line.split(":", 1)[1].strip() for line in info
+                        if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def _with_size(overrides: list[str], size: list[str]) -> list[str]:
+    """``overrides`` with the input size of ``size`` (one override) in place of its own."""
+    if not size:
+        return overrides
+    return [o for o in overrides if not o.startswith("input.size=")] + size
 
 
 def main() -> None:
@@ -120,13 +143,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--out", type=Path, help="also write the table (markdown) here")
+    parser.add_argument("--size", type=int, nargs=2, metavar=("H", "W"),
+                        help="every model's input size (default: each model's own above)")
     args = parser.parse_args()
-    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+    size = [f"input.size=[{args.size[0]},{args.size[1]}]"] if args.size else []
+    machine = (f"{_cpu_name()}, {os.cpu_count()} CPUs, "
                f"torch {torch.__version__}, {torch.get_num_threads()} threads, load average "
                f"{os.getloadavg()[0]:.1f} at the start")
     with tempfile.TemporaryDirectory() as root:
         rows = [row for name in args.models
-                for row in _model_row(name, MODELS[name], args.repeats, Path(root))]
+                for row in _model_row(name, _with_size(MODELS[name], size), args.repeats,
+                                     Path(root))]
     table = _table(rows, machine)
     print(table)
     if args.out:

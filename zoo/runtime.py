@@ -125,20 +125,24 @@ BFLOAT16_AGREEMENT = 0.1
 def _speed_notes(info: dict[str, Any]) -> list[str]:
     """What the run should say about speed: int8 slower than float32 (both timed with the
     runtime's profiler off), and a runtime profiler that slowed the forward noticeably."""
+    from profiling.statistics import ratio_value
+
     notes = []
-    speedup = info.get("int8_speedup")
+    speedup, overhead = (ratio_value(info.get(key)) for key in ("int8_speedup",
+                                                               "profiler_overhead"))
     if speedup is not None and speedup < 1:
         notes.append(f"int8 is slower than float32 in {info['runtime']} here: "
                      f"{info['float32_forward_ms_median']:.3g} ms in float32, "
                      f"{1 / speedup:.2f}x that in int8 (the quantised operators this CPU runs "
-                     f"fast decide it; see docs/runtimes.md)")
-    overhead = info.get("profiler_overhead")
+                     f"fast decide it; see docs/runtimes.md)"
+                     + _interval_text(info.get("int8_speedup"), "float32/int8"))
     if overhead is not None and overhead > PROFILER_OVERHEAD_NOTED:
         notes.append(f"{info['runtime']}'s profiler made the forward {overhead - 1:.0%} slower "
                      f"here ({info['unprofiled_forward_ms_median']:.3g} ms with it off): the "
                      f"stage times and the total are the profiled ones, the unprofiled forward "
                      f"is meta.json's deployment.unprofiled_forward_ms_median "
-                     f"(docs/runtimes.md)")
+                     f"(docs/runtimes.md)" + _interval_text(info.get("profiler_overhead"),
+                                                           "profiled/unprofiled"))
     elif overhead is not None and overhead < PROFILER_OVERHEAD_NOISE:
         notes.append(f"the forward timed with {info['runtime']}'s profiler off "
                      f"({info['unprofiled_forward_ms_median']:.3g} ms) was {1 / overhead:.2f}x "
@@ -148,6 +152,15 @@ def _speed_notes(info: dict[str, Any]) -> list[str]:
                         if speedup is not None else "profiler_overhead is no reliable figure")
                      + " on this run (more run.repeats, or a quieter machine)")
     return notes
+
+
+def _interval_text(entry: Any, ratio: str) -> str:
+    """``; RATIO 95% interval LOW-HIGHx over N interleaved rounds`` of a paired ratio, or
+    nothing (an older run's plain number, or too few rounds for an interval)."""
+    if not isinstance(entry, dict) or entry.get("low") is None:
+        return ""
+    return (f"; {ratio} {entry['confidence']:.0%} interval {entry['low']:.3g}-{entry['high']:.3g}x "
+            f"over {entry['rounds']} interleaved rounds")
 
 
 def _output_notes(info: dict[str, Any], dtype: str, random_weights: bool) -> list[str]:

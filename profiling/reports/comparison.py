@@ -32,12 +32,12 @@ from .labels import printable, right_aligned, shorten
 from .numbers import plain, significant
 from .record import Run, RunRecord, as_record
 from .runs import flatten_config, forward_median
-from .view import extra_metrics, forward_order
+from .view import executed_precision, extra_metrics, forward_order
 
 __all__ = ["PAYLOAD_COLUMNS", "compared_columns", "compare_stages",
            "compare_runs", "compare_paired_runs", "add_significance", "forward_comparison",
            "change_threshold", "withheld_reason", "config_differences", "format_comparison",
-           "MIN_CHANGE", "MIN_CPU_DIFFERENCE_MS", "FORWARD", "significance_rule"]
+           "MIN_CHANGE", "MIN_CPU_DIFFERENCE_MS", "FORWARD", "significance_rule", "executed_as"]
 
 #: CPU time differences below this many ms are never significant: about one time slice of
 #: the OS scheduler, by which a preemption moves a stage between two processes (stages of a
@@ -163,7 +163,7 @@ def format_comparison(table: pd.DataFrame, a: Run, b: Run, *,
     ``color``); payload, memory peak and FLOPs are exact and shown as they are.
     """
     a, b = as_record(a), as_record(b)
-    lines = [f"A: {a.label}", f"B: {b.label}"]
+    lines = [f"A: {a.label} ({executed_as(a.meta)})", f"B: {b.label} ({executed_as(b.meta)})"]
     for key, (first, second) in config_differences(a.config, b.config).items():
         if not key.startswith(("hydra", "summary", "plots", "trace")):
             lines.append(f"  {key}: {first} -> {second}")
@@ -335,6 +335,14 @@ def forward_comparison(a: Mapping[str, Any], b: Mapping[str, Any], *,
     return row
 
 
+def executed_as(meta: dict) -> str:
+    """What ran a run's forward, and in which precision it executed
+    (:func:`~.view.executed_precision`): ``torch float32``, ``onnxruntime int8 99% + float32 1%
+    of node time``."""
+    deployment = meta.get("deployment") or {}
+    return f"{deployment.get('runtime') or 'torch'} {executed_precision(meta)}"
+
+
 def compare_paired_runs(a: Run, b: Run, *, min_change: float = AB_MIN_CHANGE
                         ) -> pd.DataFrame:
     """Two runs timed in alternation, round by round (``zoo.compare --run A --run B``): the
@@ -361,6 +369,7 @@ def compare_paired_runs(a: Run, b: Run, *, min_change: float = AB_MIN_CHANGE
     table["min_change"] = min_change
     table["confidence"] = significance.attrs["confidence"]
     table["withheld"] = ""
+    table["executed_a"], table["executed_b"] = executed_as(a.meta), executed_as(b.meta)
     return table
 
 

@@ -15,7 +15,6 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
-import numpy as np
 import torch
 from torch.utils._pytree import tree_flatten
 
@@ -25,7 +24,7 @@ from ..runner.passes import ProfileResult, profile_model
 from ..statistics.aggregate import aggregate_stages
 from ..statistics.coverage import with_other_calls
 from ..statistics.intervals import AutoRepeats
-from .backends import make_backend, plain_forward_ms, quantise, runtime_failure
+from .backends import make_backend, quantise, runtime_failure
 from .cache import (BadEntry, CachedExport, discard_entry, entry_limit, expected_entry_bytes,
                     export_key, read_entry, stale_parts, usable_cache, write_entry)
 from .cache_key import input_signature
@@ -33,6 +32,7 @@ from .export import ExportedModel, export_onnx
 from .graph import load_graph
 from .hybrid import profile_parts
 from .int8_payload import quantise_call_payloads
+from .paired_speed import paired_speeds
 from .parts import (Captured, capture_module_calls, export_failure, exportable_parts,
                     part_attach, tensor_feeds)
 from .quiet import quiet
@@ -211,20 +211,12 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
     mapped_ms = sum(v for times, _ in per_run for p, v in times.items() if "/" not in p)
     node_ms = mapped_ms + sum(unmapped for _, unmapped in per_run)
     deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None
-    # the runtime's profiler slows the forward (ONNX Runtime's by 5-20% on a CPU): the same
-    # model timed with it off says by how much, and is what int8 and float32 compare on
-    unprofiled = plain_forward_ms(runtime, run_path, workdir, device_type, feeds, warmup,
-                                  max(len(forward_ms), 1), quantised_model, dtype)
-    deployment["unprofiled_forward_ms_median"] = float(np.median(unprofiled))
-    if forward_ms:
-        deployment["profiler_overhead"] = round(float(np.median(forward_ms)
-                                                      / np.median(unprofiled)), 3)
+    # the runtime's profiler slows the forward (ONNX Runtime's by 5-20% on a CPU): profiled,
+    # unprofiled and float32 sessions timed in interleaved rounds say by how much, and are
+    # what int8 and float32 compare on
+    deployment.update(paired_speeds(runtime, run_path, exported.path, workdir, device_type,
+                                    feeds, len(forward_ms), quantised_model, dtype))
     if dtype == "int8":
-        float_ms = plain_forward_ms(runtime, exported.path, workdir, device_type, feeds,
-                                     warmup, max(len(forward_ms), 1))
-        deployment["float32_forward_ms_median"] = float(np.median(float_ms))
-        deployment["int8_speedup"] = round(float(np.median(float_ms) / np.median(unprofiled)),
-                                           3)
         quantise_call_payloads(calls, paths, exported.node_stages, graph,
                                graph.carried_quantised(quantised))
     record_output_difference(deployment, dtype, reference.output, outputs or [])

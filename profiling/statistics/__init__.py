@@ -23,6 +23,7 @@ _EXPORTS = {
     "AB_MIN_CHANGE": "thresholds", "MIN_CHANGE": "thresholds", "AB_ROUNDS": "thresholds",
     "FAMILY_ERROR": "paired", "paired_ratio": "paired",
     "paired_significance": "paired", "is_change": "paired", "AB_RULE": "paired",
+    "interleaved_ms": "paired", "ratio_entry": "paired", "ratio_value": "paired",
 }
 
 __all__ = list(_EXPORTS)

@@ -15,7 +15,7 @@ identical configurations the chance of any false alarm stays near 5%.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -24,7 +24,7 @@ from .intervals import median_interval
 from .thresholds import AB_MIN_CHANGE
 
 __all__ = ["AB_MIN_CHANGE", "FAMILY_ERROR", "paired_ratio", "paired_significance",
-           "is_change", "AB_RULE"]
+           "is_change", "AB_RULE", "interleaved_ms", "ratio_entry", "ratio_value"]
 
 #: The chance of any false alarm among all the compared rows that the intervals allow.
 FAMILY_ERROR = 0.05
@@ -87,3 +87,40 @@ def paired_significance(keys: Sequence[tuple], times_a: pd.DataFrame, times_b: p
                                         "time_ratio_ci95_high", "significant"])
     table.attrs["confidence"] = confidence
     return table
+
+
+def interleaved_ms(timers: Sequence[Callable[[], float]], rounds: int, warmup: int = 1,
+                   progress: Optional[Callable[[int, int], None]] = None
+                   ) -> list[list[float]]:
+    """Each timer's times (ms) over ``rounds`` rounds, one call of every timer per round, the
+    order rotated each round (so that none always runs first or after the same one), after
+    ``warmup`` untimed rounds. A timer times one forward and returns its ms; ``progress`` is
+    called as ``progress(done, total)`` after each round."""
+    times: list[list[float]] = [[] for _ in timers]
+    for index in range(warmup + rounds):
+        shift = index % len(timers)
+        for side in [*range(shift, len(timers)), *range(shift)]:
+            elapsed = timers[side]()
+            if index >= warmup:
+                times[side].append(elapsed)
+        if progress is not None:
+            progress(index + 1, warmup + rounds)
+    return times
+
+
+def ratio_entry(a: Sequence[float], b: Sequence[float], confidence: float = 1 - FAMILY_ERROR
+                ) -> dict[str, Any]:
+    """``meta.json``'s form of :func:`paired_ratio` (``b / a``): ``ratio``, ``low``,
+    ``high`` (``None`` where too few rounds give no interval), ``confidence`` and
+    ``rounds``."""
+    ratio, low, high = paired_ratio(a, b, confidence)
+    figure = {"ratio": ratio, "low": low, "high": high}
+    return {**{key: None if math.isnan(v) else round(v, 4) for key, v in figure.items()},
+            "confidence": confidence, "rounds": min(len(a), len(b))}
+
+
+def ratio_value(entry: Any) -> Optional[float]:
+    """The ratio of a :func:`ratio_entry`, or a plain number as older runs stored it."""
+    if isinstance(entry, dict):
+        return entry.get("ratio")
+    return None if entry is None else float(entry)

@@ -5,8 +5,10 @@ Both models are built and analysed first (payload, counts, warm-up, one timed fo
 then each round times one forward of each, in the order A B, B A, A B, ... (so that neither
 always goes first). Round ``i``'s two forwards are row ``repeat = i`` of each run's
 ``times.csv``; :func:`profiling.reports.comparison.compare_paired_runs` compares them round
-by round. The output folder holds ``a/`` and ``b/`` (run folders, as ``zoo.profile`` writes
-them) and ``compare.csv``, and appears whole or not at all.
+by round. When a side names a runtime (``run.runtime=onnxruntime``), the rounds time plain
+forwards of sessions opened once instead (:mod:`.ab_forwards`). The output folder holds
+``a/`` and ``b/`` (run folders, as ``zoo.profile`` writes them) and ``compare.csv``, and
+appears whole or not at all.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
+from profiling.errors import MissingExtra
 from profiling.files import check_replaceable, check_writable, holds_files, write_folder
 from profiling.reports import RunRecord, compare_paired_runs
 from profiling.statistics import AB_MIN_CHANGE, AB_ROUNDS, machine_state, noise_report
 
+from .ab_forwards import plain_rounds
 from .job_description import ProfileJob, prepare_job
 from .job_runner import JobResult, run_job, with_more_rounds
 from .job_writer import write_job
@@ -50,12 +54,12 @@ def _job(overrides: str, side: str) -> ProfileJob:
         arguments = shlex.split(overrides)
         _refuse_run_settings(arguments)
         cfg = checked_config(arguments)  # composed and checked once
-    except ConfigError as error:
-        raise ConfigError(f"--run {side}: {error}") from None
+        return prepare_job(cfg, checked=True)
+    except (ConfigError, MissingExtra) as error:  # the side named, the kind of error kept
+        raise type(error)(f"--run {side}: {error}") from None
     except ValueError as error:  # shlex: an unbalanced quote
         raise ConfigError(f"--run {side}: cannot split {overrides!r} into overrides ({error}); "
                           f"quote each value whole, as a shell would") from None
-    return prepare_job(cfg, checked=True)
 
 
 def _refuse_run_settings(arguments: Sequence[str]) -> None:
@@ -95,13 +99,13 @@ def run_ab(overrides: Sequence[str], out: Optional[Path] = None, *, rounds: int 
     check_replaceable(out, overwrite, option="--overwrite")
     jobs = [_job(text, side) for text, side in zip(overrides, "AB")]
     for job, side in zip(jobs, "AB"):
-        if job.deployment.runtime != "torch":
-            raise ConfigError(f"--run {side}: run.runtime={job.deployment.runtime} is not timed "
-                              f"in alternation; profile each side with zoo.profile and compare "
-                              f"the two run folders")
-        if not set(_TIMERS) & set(job.collectors):
+        if job.deployment.runtime == "torch" and not set(_TIMERS) & set(job.collectors):
             raise ConfigError(f"--run {side} measures no time (device={job.device.type}); an "
                               f"A/B comparison times forwards: use device=cpu or device=cuda")
+    if any(job.deployment.runtime != "torch" for job in jobs):
+        with ForwardProgress("A/B") as progress:
+            results = plain_rounds(jobs, rounds, progress)
+        return _write(jobs, results, out, overwrite, min_change)
     timers = [[c for c in job.collectors if c in _TIMERS] for job in jobs]
     with ForwardProgress("A/B") as progress:
         firsts = [run_job(job, repeats=1) for job in jobs]

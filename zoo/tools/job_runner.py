@@ -36,6 +36,9 @@ class JobResult:
         deployed: ``meta.json``'s ``deployment`` entry (options, compiler and runtime facts).
         files: the run folder's files beside the reports: the runtime's exported models, the
             trace (``trace=true``).
+        runtime: the :class:`profiling.runtimes.RuntimeProfile` of a runtime run (its model
+            in memory, for ``zoo.compare --run`` to open its session again); ``None`` in
+            PyTorch.
     """
 
     profile: ProfileResult
@@ -44,6 +47,7 @@ class JobResult:
     notes: tuple[str, ...] = ()
     deployed: Mapping[str, Any] = field(default_factory=dict)
     files: Mapping[str, Any] = field(default_factory=dict)
+    runtime: Any = None
 
 
 def run_job(job: ProfileJob, *, collectors: Optional[Sequence[str]] = None,
@@ -57,6 +61,7 @@ def run_job(job: ProfileJob, *, collectors: Optional[Sequence[str]] = None,
                "repeats": job.repeats if repeats is None else repeats,
                "attach": job.attach, "progress": progress}
     notes, files, deployed = list(job.notes), {}, deployment.metadata(model)
+    profiled = None
     try:
         with torch_threads(job.threads), deployment.running(device, str(cfg.model.name)), \
                 deployment.byte_view(device, model):
@@ -82,7 +87,7 @@ def run_job(job: ProfileJob, *, collectors: Optional[Sequence[str]] = None,
         raise
     notes += deployment.notes(model, device)
     return JobResult(result, model, run_totals(result, model, job.inputs), tuple(notes),
-                     deployed, files)
+                     deployed, files, profiled)
 
 
 def with_more_rounds(first: JobResult, more: Sequence[JobResult],

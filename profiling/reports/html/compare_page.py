@@ -11,7 +11,7 @@ import pandas as pd
 
 from ...errors import ProfilingError
 from ..comparison import (FORWARD, MIN_CHANGE, compare_runs, config_differences,
-                          significance_rule)
+                          executed_as, significance_rule)
 from ..labels import printable
 from ..record import Run, RunRecord, as_record
 from .formatting import (chart_labels, factor, hover_number, indent, significant, span,
@@ -241,7 +241,8 @@ def comparison_page(runs: Sequence[Run], *, min_change: float = MIN_CHANGE,
     reference = records[0]
     facts = []
     for letter, record in zip(letters, records):
-        facts.append((f"run {letter}", f"{record.label} ({model_name(record.config)})"))
+        facts.append((f"run {letter}", f"{record.label} ({model_name(record.config)}, "
+                                       f"{executed_as(record.meta)})"))
     for letter, record in zip(letters[1:], records[1:]):
         changes = [f"{k}: {a} -> {b}" for k, (a, b) in
                    config_differences(reference.config, record.config).items()

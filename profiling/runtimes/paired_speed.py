@@ -1,0 +1,67 @@
+"""The runtime's profiler overhead and int8's speed-up, as paired, interleaved measurements.
+
+A single reading of each side (the median of a few profiled forwards against the median of a
+few unprofiled ones timed afterwards) moved with whatever else the machine did meanwhile: the
+same overhead read 0.53 on one run and 3.14 on another. Here each session is opened once and
+kept open, and every round times one forward of each (profiled, unprofiled and, for int8, the
+float32 model), their order rotated round by round; the figure is the median of the per-round
+ratios with its order-statistics interval
+(:func:`profiling.statistics.paired.ratio_entry`), as ``zoo.compare --run`` compares.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..statistics.paired import interleaved_ms, ratio_entry
+from .backends import make_backend
+
+__all__ = ["paired_speeds", "forward_timer", "PAIRED_ROUNDS", "INTERLEAVED_SETTINGS"]
+
+#: The fewest rounds: 10 let the median's interval reach 95% with room to spare.
+PAIRED_ROUNDS = 10
+#: What sessions that take turns change from the runtime's defaults (``meta.json`` says so):
+#: ONNX Runtime's idle intra-op threads spin after a run by default, into the forward of the
+#: session (or PyTorch model) that runs next on the same cores.
+INTERLEAVED_SETTINGS = {"onnxruntime": {"session.intra_op.allow_spinning": "0"},
+                        "openvino": {}}
+
+
+def forward_timer(backend: Any, feeds: Sequence[np.ndarray]) -> Callable[[], float]:
+    """A timer of one ``backend.run(feeds)`` in ms (the session stays open between calls)."""
+    def timed() -> float:
+        start = time.perf_counter_ns()
+        backend.run(feeds)
+        return (time.perf_counter_ns() - start) / 1e6
+    return timed
+
+
+def paired_speeds(runtime: str, run_path: Path, float_path: Path, workdir: Path,
+                  device_type: str, feeds: Sequence[np.ndarray], rounds: int,
+                  quantised_model: Any = None, dtype: str = "float32") -> dict[str, Any]:
+    """``meta.json``'s speed figures of a runtime run: ``profiler_overhead`` (profiled over
+    unprofiled) and, for ``dtype="int8"``, ``int8_speedup`` (float32 over int8, both
+    unprofiled), each a :func:`~profiling.statistics.paired.ratio_entry` over
+    ``max(rounds, PAIRED_ROUNDS)`` interleaved rounds, the unprofiled medians, and the
+    sessions' settings that differ from the runtime's defaults (:data:`INTERLEAVED_SETTINGS`)."""
+    folder = Path(workdir) / "paired"  # the profiled session's own trace, apart from the run's
+    folder.mkdir(parents=True, exist_ok=True)
+    sessions = [make_backend(runtime, run_path, folder, device_type, profile, quantised_model,
+                             dtype=dtype, spinning=False) for profile in (True, False)]
+    if dtype == "int8":
+        sessions.append(make_backend(runtime, float_path, folder, device_type, False,
+                                     spinning=False))
+    times = interleaved_ms([forward_timer(s, feeds) for s in sessions],
+                           max(rounds, PAIRED_ROUNDS))
+    profiled, plain = times[0], times[1]
+    figures: dict[str, Any] = {"unprofiled_forward_ms_median": float(np.median(plain)),
+                               "profiler_overhead": ratio_entry(plain, profiled),
+                               "paired_session_settings": INTERLEAVED_SETTINGS[runtime]}
+    if dtype == "int8":
+        figures["float32_forward_ms_median"] = float(np.median(times[2]))
+        figures["int8_speedup"] = ratio_entry(plain, times[2])
+    return figures
