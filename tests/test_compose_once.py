@@ -9,7 +9,7 @@ import pytest
 
 import zoo.options
 from tests.cli_runner import run_main
-from zoo.tools import ab_compare, changed_options
+from zoo.tools import ab_sides, changed_options
 from zoo.tools import composition as tool_cli
 from zoo.tools.profile import main as profile_main
 
@@ -80,7 +80,7 @@ def test_a_job_built_from_python_is_checked_unless_said_otherwise(counted, monke
 
 def test_an_a_b_side_is_composed_and_checked_once(counted):
     compositions, checks = counted
-    job = ab_compare._job(" ".join(RUN), "A")
+    job = ab_sides.prepared_side(" ".join(RUN), "A")
     assert job.cfg.model.name == "swiftnet"
     assert checks == ["swiftnet"] and compositions == [RUN]
 

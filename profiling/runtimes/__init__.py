@@ -15,7 +15,8 @@ from typing import Any
 
 __all__ = ["RUNTIMES", "missing_packages", "require_runtime", "profile_runtime", "RuntimeProfile", "EXTRA",
            "default_cache_folder", "default_provider", "make_workdir", "export_key",
-           "RUNTIME_DTYPES", "OUTPUT_SCALE_FLOOR", "judged_difference"]
+           "RUNTIME_DTYPES", "OUTPUT_SCALE_FLOOR", "judged_difference", "make_backend",
+           "INTERLEAVED_SETTINGS", "forward_timer", "tensor_feeds"]
 
 #: The runtimes, and the packages each needs (float32; int8 adds the second tuple).
 RUNTIMES = {"onnxruntime": (("onnx", "onnxscript", "onnxruntime"), ()),
@@ -54,6 +55,12 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(".cache", __name__), name)
     if name in ("RUNTIME_DTYPES", "OUTPUT_SCALE_FLOOR", "judged_difference"):
         return getattr(importlib.import_module(".runtime_profile", __name__), name)
+    if name == "make_backend":
+        return getattr(importlib.import_module(".backends", __name__), name)
+    if name in ("INTERLEAVED_SETTINGS", "forward_timer"):
+        return getattr(importlib.import_module(".paired_speed", __name__), name)
+    if name == "tensor_feeds":
+        return getattr(importlib.import_module(".parts", __name__), name)
     if name == "export_key":
         return getattr(importlib.import_module(".cache_key", __name__), name)
     if name == "make_workdir":

@@ -13,23 +13,20 @@ appears whole or not at all.
 
 from __future__ import annotations
 
-import shlex
 import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
 import pandas as pd
 
-from profiling.errors import MissingExtra
 from profiling.files import check_replaceable, check_writable, holds_files, write_folder
 from profiling.reports import RunRecord, compare_paired_runs
 from profiling.statistics import AB_MIN_CHANGE, AB_ROUNDS, machine_state, noise_report
 
 from .ab_forwards import plain_rounds
-from .job_description import ProfileJob, prepare_job
+from .ab_sides import ProfileJob, prepared_side
 from .job_runner import JobResult, run_job, with_more_rounds
 from .job_writer import write_job
-from .composition import checked_config
 from ..errors import ConfigError
 from .progress import ForwardProgress
 from .resolvers import run_stamp
@@ -47,35 +44,6 @@ _TIMERS = ("cpu_time", "cuda_time")
 def default_compare_folder() -> Path:
     """``results/compare/STAMP``: a folder no other comparison uses."""
     return Path("results") / "compare" / run_stamp()
-
-
-def _job(overrides: str, side: str) -> ProfileJob:
-    try:
-        arguments = shlex.split(overrides)
-        _refuse_run_settings(arguments)
-        cfg = checked_config(arguments)  # composed and checked once
-        return prepare_job(cfg, checked=True)
-    except (ConfigError, MissingExtra) as error:  # the side named, the kind of error kept
-        raise type(error)(f"--run {side}: {error}") from None
-    except ValueError as error:  # shlex: an unbalanced quote
-        raise ConfigError(f"--run {side}: cannot split {overrides!r} into overrides ({error}); "
-                          f"quote each value whole, as a shell would") from None
-
-
-def _refuse_run_settings(arguments: Sequence[str]) -> None:
-    """Refuse what would set how or where a run is written rather than what it profiles:
-    flags (``-m``, ``--multirun``, ``--config-name``) and Hydra's settings (``hydra.run.dir``,
-    ``hydra.sweep.dir``, ``hydra/launcher=...``). Both sides run once, in this process, into
-    ``--out``; Hydra never sees them, so they were dropped without a word."""
-    for argument in arguments:
-        key = argument.split("=", 1)[0].lstrip("+~")
-        if argument.startswith("-"):
-            raise ConfigError(f"{argument} is not accepted: each --run is one configuration, "
-                              f"profiled once in this process (no sweep, no Hydra flags); "
-                              f"accepted: overrides such as model.arch=resnet50")
-        if key == "hydra" or key.startswith(("hydra.", "hydra/")):
-            raise ConfigError(f"{argument} is not accepted: both runs are written into --out "
-                              f"(a/ and b/), not where Hydra would put them; give --out DIR")
 
 
 def run_ab(overrides: Sequence[str], out: Optional[Path] = None, *, rounds: int = AB_ROUNDS,
@@ -97,7 +65,7 @@ def run_ab(overrides: Sequence[str], out: Optional[Path] = None, *, rounds: int 
                           f"whole with --overwrite")
     check_writable("--out", out)  # a file, a device or a read-only disk: before the work
     check_replaceable(out, overwrite, option="--overwrite")
-    jobs = [_job(text, side) for text, side in zip(overrides, "AB")]
+    jobs = [prepared_side(text, side) for text, side in zip(overrides, "AB")]
     for job, side in zip(jobs, "AB"):
         if job.deployment.runtime == "torch" and not set(_TIMERS) & set(job.collectors):
             raise ConfigError(f"--run {side} measures no time (device={job.device.type}); an "

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from profiling.errors import ProfilingError
+from profiling import ProfilingError
 from profiling.statistics import interleaved_ms, machine_state, noise_report
 
 from ..runtime import EXPORT_FOLDER
@@ -56,7 +56,7 @@ def _with_forwards(first: JobResult, forward_ms: list[float], noise: dict) -> Jo
     profile = replace(first.profile, forward_ms=list(forward_ms), noise=dict(noise))
     deployed = {**first.deployed, "ab_timing": PLAIN_TIMING}
     if first.runtime is not None:
-        from profiling.runtimes.paired_speed import INTERLEAVED_SETTINGS
+        from profiling.runtimes import INTERLEAVED_SETTINGS
 
         deployed["ab_session_settings"] = INTERLEAVED_SETTINGS[deployed["runtime"]]
     return replace(first, profile=profile, totals=replace(first.totals, forward_ms=forward_ms),
@@ -91,9 +91,7 @@ def _torch_timer(job: ProfileJob) -> Callable[[], float]:
 def _runtime_timer(job: ProfileJob, first: JobResult, folder: Path) -> Callable[[], float]:
     """One forward of the file the runtime ran (or NNCF's model), its profiler off, in a
     session opened here once."""
-    from profiling.runtimes.backends import make_backend
-    from profiling.runtimes.paired_speed import forward_timer  # (the runtimes extra)
-    from profiling.runtimes.parts import tensor_feeds
+    from profiling.runtimes import forward_timer, make_backend, tensor_feeds  # (the extra)
 
     profiled, runtime = first.runtime, job.deployment.runtime
     if profiled.exported is None:
