@@ -10,7 +10,7 @@ from torch import nn
 import zoo
 from profiling import ProfilingError
 from profiling.runner.passes import profile_model
-from zoo.checkpoints import read_state_dict
+from zoo.models.checkpoints import read_state_dict
 
 ALL = ["payload", "tensor_memory", "op_counts", "liveness", "cpu_time"]
 

@@ -12,7 +12,7 @@ import torch
 
 import zoo
 from cli_runner import run_main
-from zoo.checkpoints import read_state_dict
+from zoo.models.checkpoints import read_state_dict
 from zoo.tools.profile import main
 
 ROOT = Path(__file__).resolve().parents[1]

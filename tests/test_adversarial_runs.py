@@ -15,7 +15,7 @@ from profiling import stage
 from profiling.errors import ProfilingError
 from profiling.files import remove_stale_temporaries, write_folder
 from zoo.tools import job_description, job_inputs, job_runner
-from zoo.base import ZooModel
+from zoo.models import ZooModel
 from zoo.tools.cli import describe_failure
 from zoo.tools.profile import main
 from zoo.tools.resolvers import model_label, run_stamp

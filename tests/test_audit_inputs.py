@@ -24,9 +24,9 @@ from profiling.files import (check_output_file, check_replaceable, file_problem,
                              read_table, read_yaml)
 from profiling.reports import read_run
 from report_runs import tiny_run
-from zoo.checkpoints import load_checkpoint, read_state_dict
-from zoo.errors import ConfigError
-from zoo.images import resolve_image_files
+from zoo.models.checkpoints import load_checkpoint, read_state_dict
+from zoo.options import ConfigError
+from zoo.inputs import resolve_image_files
 from zoo.tools import collect, compare
 from zoo.tools.composition import check_overrides
 from zoo.tools.profile import _first_new_folder, _remove_empty_folders

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-import zoo.options
+import zoo.options.schema
 from tests.cli_runner import run_main
 from zoo.tools import ab_compare, changed_options
 from zoo.tools import composition as tool_cli
@@ -33,7 +33,7 @@ def counted(monkeypatch):
 
     monkeypatch.setattr(tool_cli, "compose_config", counting_compose)
     monkeypatch.setattr(changed_options, "compose_config", counting_compose)
-    monkeypatch.setattr(zoo.options, "check_config", counting_check)
+    monkeypatch.setattr(zoo.options.schema, "check_config", counting_check)
     return compositions, checks
 
 
@@ -86,7 +86,7 @@ def test_an_a_b_side_is_composed_and_checked_once(counted):
 
 
 def test_a_sweep_where_one_configuration_belongs_is_refused():
-    from zoo.errors import ConfigError
+    from zoo.options import ConfigError
 
     with pytest.raises(ConfigError, match="is a sweep; give one value per option"):
         tool_cli.checked_config(["model=swiftnet", "input.batch=1,2"])

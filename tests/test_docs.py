@@ -133,7 +133,7 @@ def _forget_registrations(monkeypatch) -> None:
     file, so that the other tests see the registries as the packages fill them."""
     import profiling.collectors.registry as collectors
     import profiling.counting.registry as formulas
-    import zoo.registry as models
+    import zoo.models.registry as models
     import zoo.tools.registry as tools
 
     zoo.list_models()  # the zoo's own models are registered before the copy

@@ -14,7 +14,7 @@ from cli_runner import run_main
 from profiling import ProfilingError
 from profiling.counting.roofline import load_ceilings
 from profiling.files import read_json, read_yaml
-from zoo.errors import ConfigError
+from zoo.options import ConfigError
 from zoo.tools import collect, compare, plot
 from zoo.tools import composition as tool_cli
 from zoo.tools.experiment_files import check_experiment_file

@@ -14,9 +14,9 @@ from profiling.errors import ProfilingError
 from profiling.files import MARKER, write_file, write_folder
 from zoo.tools import job
 from zoo.tools.composition import CONFIG_DIR, check_overrides
-from zoo.errors import ConfigError
+from zoo.options import ConfigError
 from zoo.tools.profile import main
-from zoo.user_values import check_yaml_booleans
+from zoo.options import check_yaml_booleans
 
 META = ["model=swiftnet", "device=meta", "input.size=[32,32]", "summary=false"]
 

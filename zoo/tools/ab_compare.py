@@ -26,7 +26,7 @@ from .job_description import ProfileJob, prepare_job
 from .job_runner import JobResult, run_job, with_more_rounds
 from .job_writer import write_job
 from .composition import checked_config
-from ..errors import ConfigError
+from ..options import ConfigError
 from .progress import ForwardProgress
 from .resolvers import run_stamp
 

@@ -20,7 +20,7 @@ from profiling.files import check_output_file
 
 from .cli import ArgumentParser, run_tool
 from .registry import register_tool
-from ..errors import ConfigError
+from ..options import ConfigError
 from ..options import Choice, Integer, ListOf, Nullable, Number, as_checker, check_value
 
 if TYPE_CHECKING:  # torch loads once the arguments are parsed: --help answers at once

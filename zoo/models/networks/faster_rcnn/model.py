@@ -9,7 +9,7 @@ from torchvision.models.detection.faster_rcnn import FasterRCNN
 from profiling import StageCall, stage
 
 from ...base import ZooModel
-from ...errors import ConfigError
+from zoo.options import ConfigError
 
 __all__ = ["StagedFasterRCNN", "SEED_LOG_LABELS"]
 
