@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-import zoo.options.schema
+import zoo.options
 from tests.cli_runner import run_main
 from zoo.tools import ab_compare, changed_options
 from zoo.tools import composition as tool_cli
@@ -33,7 +33,7 @@ def counted(monkeypatch):
 
     monkeypatch.setattr(tool_cli, "compose_config", counting_compose)
     monkeypatch.setattr(changed_options, "compose_config", counting_compose)
-    monkeypatch.setattr(zoo.options.schema, "check_config", counting_check)
+    monkeypatch.setattr(zoo.options, "check_config", counting_check)
     return compositions, checks
 
 
