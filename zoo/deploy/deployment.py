@@ -24,7 +24,7 @@ from torch.utils._pytree import tree_map
 
 from profiling.runner import compile_model, compile_report, cxx_compiler
 
-from ..options import ConfigError, SCHEMA, check_value
+from ..options import SCHEMA, ConfigError, check_value
 
 __all__ = ["Deployment", "DTYPES", "TF32_NOTE", "half_emulated_note", "cpu_has_native",
            "roofline_dtype", "uses_tf32"]

@@ -7,8 +7,8 @@ from typing import Any, Mapping, Optional, Sequence
 import torch
 from torch import nn
 
-from ..options import ConfigError
 from ..inputs import arrange_frames, frames_per_item
+from ..options import ConfigError
 
 __all__ = ["ZooModel", "TASK_METRICS", "random_images", "sum_input_channels"]
 

@@ -10,8 +10,8 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from ..options import NULL_DEFAULT_OPTIONS, ConfigError, check_value, checker_for_annotation
 from .checkpoints import load_checkpoint, read_state_dict
-from ..options import ConfigError, NULL_DEFAULT_OPTIONS, check_value, checker_for_annotation
 from .stage_selection import check_stage_options, select_stage_paths
 
 __all__ = ["register_model", "create_model", "list_models", "model_options"]

@@ -22,8 +22,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from torch import nn
 
-from ..base import ZooModel
 from zoo.options import ConfigError, check_minimum
+from ..base import ZooModel
 from ..registry import register_model
 from .detection_meta import MetaSafeDetector
 

@@ -10,10 +10,10 @@ import torch
 from torch import nn
 
 from profiling import stage
-from ..base import ZooModel
-from .decoders.unet import UNetDecoder
 from zoo.options import ConfigError, check_minimum
+from ..base import ZooModel
 from ..registry import register_model
+from .decoders.unet import UNetDecoder
 
 __all__ = ["SwinUNet", "swin_unet"]
 

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from profiling import probe, stage
-from ...base import ZooModel
 from zoo.options import ConfigError, check_minimum
+from ...base import ZooModel
 
 from .attention import ATTENTION_IMPLS
 from .backbone import CNNEncoder

@@ -8,8 +8,8 @@ import torch
 from torch import nn
 
 from profiling import stage
-from ..decoders.unet import UNetDecoder
 from zoo.options import ConfigError
+from ..decoders.unet import UNetDecoder
 
 from .backbone import CNNEncoder
 from .model import GMFlow

@@ -8,8 +8,8 @@ import torch
 from torch import nn
 
 from profiling import stage
-from ...base import ZooModel
 from zoo.options import ConfigError, check_minimum
+from ...base import ZooModel
 
 from .blocks import BNReluConv
 from .ladder import LadderDecoder
