@@ -222,7 +222,7 @@ def test_a_checkpoint_that_is_no_regular_file_says_what_it_is(odd_paths):
 
 def test_an_image_folder_holding_a_fifo_is_refused_not_waited_on(tmp_path, odd_paths):
     """Before: the FIFO ``a.png`` in a folder of images was opened and the run hung."""
-    shutil.copy(Path(__file__).parents[1] / "zoo" / "data" / "sample" / "chelsea_0.png",
+    shutil.copy(Path(__file__).parents[1] / "zoo" / "inputs" / "sample" / "chelsea_0.png",
                 tmp_path / "b.png")
     os.mkfifo(tmp_path / "a.png")
     with pytest.raises(ConfigError, match=r"a\.png \(in the folder .*\) is a FIFO \(named "

@@ -149,7 +149,7 @@ def _run_file(path: Path, tmp_path: Path, monkeypatch, capsys, extra: str = "") 
     the python blocks; return what was skipped, with why."""
     _forget_registrations(monkeypatch)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "zoo").symlink_to(ROOT / "zoo")  # paths such as zoo/data/sample/... resolve
+    (tmp_path / "zoo").symlink_to(ROOT / "zoo")  # paths such as zoo/inputs/sample/... resolve
     namespace: dict = {"__name__": "__docs__"}
     skipped = []
     for block in blocks(path):

@@ -37,7 +37,7 @@ __all__ = ["SAMPLE_DIR", "SAMPLE_FILES", "image_inputs", "resolve_image_files", 
            "convert_channels", "fit_size", "LUMA"]
 
 #: The shipped sample (see its README.md for sources and licences).
-SAMPLE_DIR = Path(__file__).resolve().parents[1] / "data" / "sample"
+SAMPLE_DIR = Path(__file__).resolve().parent / "sample"
 #: ``input.images=sample``: the files each input kind takes.
 SAMPLE_FILES = {
     "image": ("coffee.jpg",),
@@ -188,7 +188,7 @@ def _resized_note(frames: Sequence[Any], size: Sequence[int]) -> Optional[str]:
 
 
 def _shown(source: str) -> str:
-    """A sample file by its name under ``zoo/data/sample``; others as given."""
+    """A sample file by its name under ``zoo/inputs/sample``; others as given."""
     try:
         return "sample/" + str(Path(source).relative_to(SAMPLE_DIR))
     except ValueError:
