@@ -317,7 +317,7 @@ SCHEMA: dict[str, Checker] = {
     "run.overwrite": Boolean(),
     # the network as deployed (zoo/deploy/deployment.py)
     "run.dtype": Choice(("float32", "float16", "bfloat16", "int8")),  # int8: with a runtime
-    "run.runtime": Choice(("torch", "onnxruntime", "openvino")),  # zoo/deploy/in_runtime.py
+    "run.runtime": Choice(("torch", "onnxruntime", "openvino")),  # zoo/runtime.py
     "run.export_cache": Boolean(),  # keep runtime exports across runs (docs/runtimes.md)
     "run.autocast": Boolean(),
     "run.channels_last": Boolean(),
