@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import zoo  # noqa: E402
 from profiling import profile_model, stage  # noqa: E402
 from zoo.tools.cli import ArgumentParser, run_tool  # noqa: E402
-from zoo.errors import ConfigError  # noqa: E402
+from zoo.options import ConfigError  # noqa: E402
 
 #: How to get the checkout the benchmark compares against.
 HOW_TO_GET_OFFICIAL = """\

@@ -26,7 +26,7 @@ import zoo
 from profiling import Session, stage
 from profiling.collectors import make_collectors
 from profiling.reports.metadata import device_description
-from zoo.models.faster_rcnn.staged_parts import unstage_parts
+from zoo.models.networks.faster_rcnn.staged_parts import unstage_parts
 from torchvision.models.detection.faster_rcnn import FasterRCNN
 
 

@@ -35,7 +35,7 @@ from profiling.runtimes import default_cache_folder, profile_runtime
 from profiling.runtimes.backends import make_backend
 from profiling.runtimes.paired_speed import forward_timer
 from profiling.runtimes.parts import tensor_feeds
-from zoo.runtime import export_identity
+from zoo.deploy import export_identity
 from zoo.tools.composition import compose_config
 from zoo.tools.job_description import prepare_job
 

@@ -1,7 +1,7 @@
 """Paths that exist (or seem to) but are no regular file: a FIFO, a folder, a looping and a
 dangling symbolic link, and a device. Every reader must refuse them without opening them: the
-file readers (profiling/files/reading.py), checkpoints (zoo/checkpoints.py) and image folders
-(zoo/images.py) are tested with the same set."""
+file readers (profiling/files/reading.py), checkpoints (zoo/models/checkpoints.py) and image folders
+(zoo/inputs/images.py) are tested with the same set."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import pytest
 from profiling.reports.comparison import FORWARD, format_comparison
 from profiling.statistics.paired import is_change, paired_significance
 from zoo.tools.ab_compare import run_ab
-from zoo.errors import ConfigError
+from zoo.options import ConfigError
 
 A_TIMES = [10.0, 11.0, 9.0, 10.0, 12.0, 10.0, 11.0, 9.0, 10.0, 10.0]
 

@@ -1,4 +1,4 @@
-"""``model.checkpoint_allow_pickle`` (zoo/checkpoints.py): a checkpoint whose pickle runs code is
+"""``model.checkpoint_allow_pickle`` (zoo/models/checkpoints.py): a checkpoint whose pickle runs code is
 never unpickled unless the option is exactly ``true``, whatever false-like spelling is given, on
 the command line or in Python."""
 
@@ -13,7 +13,7 @@ import torch
 
 import zoo
 from cli_runner import run_main
-from zoo.checkpoints import read_state_dict
+from zoo.models.checkpoints import read_state_dict
 from zoo.tools.profile import main
 
 

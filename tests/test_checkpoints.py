@@ -1,4 +1,4 @@
-"""Reading checkpoints (zoo/checkpoints.py): tensors no model saves (meta, complex, sparse,
+"""Reading checkpoints (zoo/models/checkpoints.py): tensors no model saves (meta, complex, sparse,
 nested, quantized, non-finite), keys that are no names, integer weights for a float model, a
 name that carries a hash and bytes that do not match it, a path that is no regular file,
 DataParallel's ``module.`` prefix, and the hash meta.json records. Each refusal is one line."""
@@ -19,8 +19,8 @@ from meta_overrides import SWIFTNET_META as META
 from special_paths import KINDS as _KINDS
 from special_paths import odd_paths_in
 from special_paths import within as _within
-from zoo.checkpoints import load_checkpoint, read_state_dict
-from zoo.errors import ConfigError
+from zoo.models.checkpoints import load_checkpoint, read_state_dict
+from zoo.options import ConfigError
 from zoo.tools.profile import main as profile_main
 
 

@@ -86,7 +86,7 @@ def test_an_a_b_side_is_composed_and_checked_once(counted):
 
 
 def test_a_sweep_where_one_configuration_belongs_is_refused():
-    from zoo.errors import ConfigError
+    from zoo.options import ConfigError
 
     with pytest.raises(ConfigError, match="is a sweep; give one value per option"):
         tool_cli.checked_config(["model=swiftnet", "input.batch=1,2"])

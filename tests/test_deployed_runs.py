@@ -16,7 +16,7 @@ from zoo.tools.job import run_profile
 from zoo.tools.job_inputs import prepare
 from zoo.tools.composition import compose_config
 from zoo.deploy import Deployment, roofline_dtype
-from zoo.errors import ConfigError
+from zoo.options import ConfigError
 
 from test_deployed import relative_error
 

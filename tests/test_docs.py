@@ -133,7 +133,7 @@ def _forget_registrations(monkeypatch) -> None:
     file, so that the other tests see the registries as the packages fill them."""
     import profiling.collectors.registry as collectors
     import profiling.counting.registry as formulas
-    import zoo.registry as models
+    import zoo.models.registry as models
     import zoo.tools.registry as tools
 
     zoo.list_models()  # the zoo's own models are registered before the copy
@@ -149,7 +149,7 @@ def _run_file(path: Path, tmp_path: Path, monkeypatch, capsys, extra: str = "") 
     the python blocks; return what was skipped, with why."""
     _forget_registrations(monkeypatch)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "zoo").symlink_to(ROOT / "zoo")  # paths such as zoo/data/sample/... resolve
+    (tmp_path / "zoo").symlink_to(ROOT / "zoo")  # paths such as zoo/inputs/sample/... resolve
     namespace: dict = {"__name__": "__docs__"}
     skipped = []
     for block in blocks(path):

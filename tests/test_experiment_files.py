@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from zoo.errors import ConfigError
+from zoo.options import ConfigError
 from zoo.tools.composition import check_overrides
 from zoo.tools.experiment_files import check_experiment_file
 

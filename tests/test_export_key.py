@@ -40,7 +40,7 @@ def _all_models() -> list[str]:
 def test_every_model_option_changes_the_export_key(name):
     import zoo
     from omegaconf import OmegaConf
-    from zoo.runtime import export_identity
+    from zoo.deploy import export_identity
     from zoo.tools.composition import compose_config
 
     model, x = tiny_model()
@@ -59,7 +59,7 @@ def test_every_model_option_changes_the_export_key(name):
 @pytest.mark.parametrize("name", ["torchvision", "timm"])
 def test_each_arch_options_entry_changes_the_export_key(name):
     from omegaconf import OmegaConf
-    from zoo.runtime import export_identity
+    from zoo.deploy import export_identity
     from zoo.tools.composition import compose_config
 
     model, x = tiny_model()
@@ -202,8 +202,7 @@ def test_parts_whose_inputs_follow_the_values_are_exported_again_for_other_value
 
 
 def test_a_zoo_run_keys_its_export_by_its_composed_model_options(monkeypatch):
-    from zoo.deploy import Deployment
-    from zoo.runtime import export_identity, profile_in_runtime
+    from zoo.deploy import Deployment, export_identity, profile_in_runtime
     from zoo.tools.composition import compose_config
 
     seen = {}

@@ -11,7 +11,7 @@ import torch
 
 from cli_runner import run_main
 from profiling import stage
-from zoo.base import ZooModel
+from zoo.models import ZooModel
 from zoo.tools import job_inputs
 from zoo.tools.cli import describe_failure
 from zoo.tools.profile import main

@@ -17,7 +17,7 @@ from profiling.files import file_problem, read_json, read_table, read_yaml
 from special_paths import KINDS as _KINDS
 from special_paths import odd_paths_in
 from special_paths import within as _within
-from zoo.errors import ConfigError
+from zoo.options import ConfigError
 from zoo.tools import composition as tool_cli
 from zoo.tools.experiment_files import check_experiment_file
 from zoo.tools.profile import main as profile_main

@@ -10,7 +10,7 @@ import zoo
 from profiling import Session
 from reference_weights import fill_reference_weights_, fingerprint, fingerprint_mismatch, \
     load_reference
-from zoo.errors import ConfigError
+from zoo.options import ConfigError
 
 #: compact references of the official code (tests/data/README.md), in every clone.
 REFERENCES = {"gmflow": "gmflow_64x96.pt", "gmflow_refine": "gmflow_refine_64x96.pt"}
@@ -123,7 +123,7 @@ def _no_tf32(monkeypatch):
 @pytest.mark.parametrize("name", ["gmflow", "gmflow_refine"])
 def test_matches_official_outputs(monkeypatch, name, impl, device):
     # at 64x96 the windows are too small for the fused CPU path; force it to test it
-    monkeypatch.setattr("zoo.models.gmflow.attention.FUSED_MIN_KEYS_CPU", 0)
+    monkeypatch.setattr("zoo.models.networks.gmflow.attention.FUSED_MIN_KEYS_CPU", 0)
     model, data = _load_golden(name, attention_impl=impl)
     flows, bidir = _flows_both_ways(model, data, device)
     _assert_close_flows(name, flows, data["flow_preds"])
@@ -149,7 +149,7 @@ def _assert_flows_within(ours: list, theirs: list, tolerance: float) -> None:
 @pytest.mark.parametrize("impl", ["sdpa", pytest.param("math", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", ["gmflow", "gmflow_refine"])
 def test_matches_official_reference(monkeypatch, name, impl, device):
-    monkeypatch.setattr("zoo.models.gmflow.attention.FUSED_MIN_KEYS_CPU", 0)
+    monkeypatch.setattr("zoo.models.networks.gmflow.attention.FUSED_MIN_KEYS_CPU", 0)
     model, data = _reference_model(name, attention_impl=impl)
     assert data["official_commit"].startswith("b5123431")
     flows, bidir = _flows_both_ways(model, data, device)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zoo.models.gmflow import attention
-from zoo.models.gmflow.attention import attend, fused_value_width
+from zoo.models.networks.gmflow import attention
+from zoo.models.networks.gmflow.attention import attend, fused_value_width
 
 
 @pytest.mark.parametrize("value_width", [2, 128])
@@ -39,7 +39,7 @@ def test_fused_value_width(device, value_width, expected):
 
 def test_window_order_of_a_4x4_grid():
     # 2x2 windows of 2x2 tokens, row-major; shifted: the grid rolled back by (1, 1) first
-    from zoo.models.gmflow.utils import window_order
+    from zoo.models.networks.gmflow.utils import window_order
     assert window_order(4, 4, 2, False).tolist() == [0, 1, 4, 5, 2, 3, 6, 7,
                                                      8, 9, 12, 13, 10, 11, 14, 15]
     assert window_order(4, 4, 2, True).tolist() == [5, 6, 9, 10, 7, 4, 11, 8,
@@ -47,7 +47,7 @@ def test_window_order_of_a_4x4_grid():
 
 
 def test_reorder_index_moves_tokens_between_orders():
-    from zoo.models.gmflow.utils import reorder_index, window_order
+    from zoo.models.networks.gmflow.utils import reorder_index, window_order
     tokens = torch.arange(2 * 48).view(2, 48, 1) * 10  # [B, H*W, 1] of a 6x8 grid, 2 splits
     cpu = torch.device("cpu")
     plain = tokens[:, reorder_index(6, 8, 2, None, False, cpu)]

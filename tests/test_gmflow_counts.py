@@ -34,7 +34,7 @@ def test_meta_and_real_counts_are_identical():
 def test_profiled_output_is_the_plain_output_bit_for_bit(monkeypatch):
     # with the fused CPU path on, the instrumenting pass runs the explicit path: the returned
     # output must still come from an uninstrumented forward
-    monkeypatch.setattr("zoo.models.gmflow.attention.FUSED_MIN_KEYS_CPU", 0)
+    monkeypatch.setattr("zoo.models.networks.gmflow.attention.FUSED_MIN_KEYS_CPU", 0)
     torch.manual_seed(0)
     model = zoo.create_model("gmflow").eval()
     inputs = model.example_inputs(1, (64, 96), generator=torch.Generator().manual_seed(0))

@@ -10,7 +10,7 @@ import torch
 
 import zoo
 from profiling import Session
-from zoo.errors import ConfigError
+from zoo.options import ConfigError
 
 SIZE = (64, 96)  # 1/8: 8x12 = 96 tokens; 1/4: 16x24 = 384 tokens
 
@@ -150,7 +150,7 @@ def test_relative_position_encoding(reference):
 
 
 def test_relative_bias_depends_only_on_the_offset():
-    from zoo.models.gmflow.relative_position import RelativePositionBias
+    from zoo.models.networks.gmflow.relative_position import RelativePositionBias
     torch.manual_seed(0)
     bias = RelativePositionBias(num_heads=2)(3, 4)  # a 3x4 window: 12 tokens, row-major
     assert bias.shape == (2, 12, 12)
@@ -162,7 +162,7 @@ def test_relative_bias_depends_only_on_the_offset():
 
 @pytest.mark.parametrize("height, width", [(3, 4), (1, 5), (6, 1), (7, 9)])
 def test_relative_bias_expansion_equals_indexing(height, width):
-    from zoo.models.gmflow.relative_position import _expand_offsets
+    from zoo.models.networks.gmflow.relative_position import _expand_offsets
     generator = torch.Generator().manual_seed(0)
     table = torch.randn(2, 2 * height - 1, 2 * width - 1, generator=generator)
     rows = torch.arange(height).repeat_interleave(width)
@@ -189,7 +189,8 @@ def test_features_at_one_quarter():
 
 @pytest.mark.parametrize("position_encoding", ["sine", "relative"])
 def test_sdpa_and_math_attention_agree(monkeypatch, position_encoding):
-    monkeypatch.setattr("zoo.models.gmflow.attention.FUSED_MIN_KEYS_CPU", 0)  # fused at 64x96
+    # fused at 64x96
+    monkeypatch.setattr("zoo.models.networks.gmflow.attention.FUSED_MIN_KEYS_CPU", 0)
     torch.manual_seed(1)
     sdpa = zoo.create_model("gmflow", position_encoding=position_encoding).eval()
     math_ = zoo.create_model("gmflow", attention_impl="math",

@@ -16,9 +16,8 @@ from PIL import Image
 
 import zoo
 from cli_runner import run_main
-from zoo.errors import ConfigError
-from zoo.image_files import declared_pixels, read_frames
-from zoo.images import image_inputs
+from zoo.options import ConfigError
+from zoo.inputs import declared_pixels, image_inputs, read_frames
 from zoo.profile import main as profile_main
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torchvision.io in 0.29

@@ -1,4 +1,4 @@
-"""Folders of images given as input (zoo/images.py, ``resolve_image_files``): an entry that is no
+"""Folders of images given as input (zoo/inputs/images.py, ``resolve_image_files``): an entry that is no
 regular file (a FIFO, a looping or dangling link, a device) is refused in one line naming it,
 never opened and waited on."""
 
@@ -13,8 +13,8 @@ import pytest
 
 from special_paths import KINDS as _KINDS
 from special_paths import odd_paths_in
-from zoo.errors import ConfigError
-from zoo.images import resolve_image_files
+from zoo.options import ConfigError
+from zoo.inputs import resolve_image_files
 
 
 @pytest.fixture

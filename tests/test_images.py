@@ -12,7 +12,7 @@ import torchvision.io as io
 import zoo
 from zoo.tools.job import run_profile
 from zoo.tools.composition import compose_config
-from zoo.images import (LUMA, SAMPLE_DIR, SAMPLE_FILES, convert_channels, fit_size,
+from zoo.inputs import (LUMA, SAMPLE_DIR, SAMPLE_FILES, convert_channels, fit_size,
                         image_inputs, resolve_image_files)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torchvision.io in 0.29

@@ -1,5 +1,6 @@
 """The layout's rules (docs/architecture.md): every module imports, profiling never imports zoo,
-no import circles, and zoo uses profiling's public packages only.
+no import circles, zoo uses profiling's public packages only, and zoo is rooms by concern, each
+importing lower rooms through their faces, with no plain module at its top but the tool shims.
 
 The import graph is read from the source (every ``import`` statement, also those inside
 functions), so a lazy import that closes a circle is found as well.
@@ -157,16 +158,67 @@ def test_profiling_packages_import_only_downward():
         range(len(FLOORS)))  # every package has its floor
 
 
-#: The most project modules that one module of zoo/tools imports (issue 34: no hub).
+#: zoo's rooms from the ground up: each imports only rooms on a lower floor (docs/architecture.md
+#: draws them so). The options are the ground; the inputs and the deployment need only them; the
+#: models take their inputs; the tools stand on everything.
+ZOO_FLOORS = (("options",), ("inputs", "deploy"), ("models",), ("tools",))
+#: The most project modules that one module of zoo imports (issue 34: no hub), and the modules
+#: that still import more (each may only shrink): the split tool's command, and GMFlow's model,
+#: which assembles the nine parts of its own package.
 MOST_IMPORTS = 10
+HUBS_TO_SHRINK = {"zoo.tools.split": 11, "zoo.models.networks.gmflow.model": 12}
 
 
-def test_no_tool_imports_another_and_no_tools_module_is_a_hub():
+def _room(module: str) -> str:
+    return module.split(".")[1] if module.count(".") >= 1 else ""
+
+
+def _zoo_floor(module: str) -> int:
+    return next(level for level, rooms in enumerate(ZOO_FLOORS) if _room(module) in rooms)
+
+
+def test_zoo_top_holds_rooms_and_tool_shims_only():
+    """At zoo's top: ``__init__``, ``__main__`` and the shim ``zoo/NAME.py`` of each tool;
+    every other module stands in a room of ZOO_FLOORS."""
+    from zoo.tools.registry import registered_tools, shim_source
+
+    tools = registered_tools()
+    plain = sorted(module for module in SOURCES if module.startswith("zoo.")
+                   and module.count(".") == 1 and not _is_package(module)
+                   and module != "zoo.__main__")
+    assert plain == sorted(f"zoo.{name}" for name in tools)
+    assert all(SOURCES[f"zoo.{name}"].read_text() == shim_source(name) for name in tools)
+    rooms = {_room(module) for module in SOURCES if module.startswith("zoo.")
+             and _is_package(f"zoo.{_room(module)}")}
+    assert rooms == {"deploy", "inputs", "models", "options", "tools"}
+
+
+def test_zoo_rooms_import_only_lower_floors():
+    upward = {module: sorted(name for name in targets if name.count(".") >= 1
+                             and name.startswith("zoo.") and _room(name) != _room(module)
+                             and _zoo_floor(name) >= _zoo_floor(module))
+              for module, targets in GRAPH.items()
+              if module.startswith("zoo.") and _is_package(f"zoo.{_room(module)}")}
+    assert {module: names for module, names in upward.items() if names} == {}
+    assert _zoo_floor("zoo.models.networks.gmflow.model") == 2  # a room's depth does not count
+
+
+def test_other_rooms_reach_a_room_through_its_face():
+    """A module outside a room imports its ``__init__`` (its public face), not the modules in
+    it; zoo/tools, whose tools are reached through the tool registry, has no face to keep."""
+    behind = {module: sorted(name for name in targets if name.startswith("zoo.")
+                             and name.count(".") >= 2 and _room(name) != _room(module)
+                             and _room(name) != "tools")
+              for module, targets in GRAPH.items() if module.startswith("zoo")}
+    assert {module: names for module, names in behind.items() if names} == {}
+
+
+def test_no_tool_imports_another_and_no_zoo_module_is_a_hub():
     from zoo.tools.registry import registered_tools
 
     tools = {tool.module for tool in registered_tools().values()}
     assert len(tools) >= 8
     assert {module: sorted(GRAPH[module] & tools) for module in sorted(tools)
             if GRAPH[module] & tools} == {}
-    assert {module: len(targets) for module, targets in GRAPH.items()
-            if module.startswith("zoo.tools") and len(targets) > MOST_IMPORTS} == {}
+    assert {module: len(targets) for module, targets in GRAPH.items() if module.startswith("zoo")
+            and len(targets) > HUBS_TO_SHRINK.get(module, MOST_IMPORTS)} == {}

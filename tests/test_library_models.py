@@ -14,7 +14,7 @@ from hydra.utils import instantiate
 import zoo
 from profiling import Session, attach_stages
 from profiling.collectors.op_counts import OpCounts
-from zoo.base import ZooModel
+from zoo.models import ZooModel
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
 RESNET18_CHILDREN = ("conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4",

@@ -9,7 +9,7 @@ import torch
 import yaml
 
 import zoo
-from zoo.registry import COMMON_OPTIONS
+from zoo.models.registry import COMMON_OPTIONS
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "model"
 
@@ -35,7 +35,7 @@ def test_every_yaml_is_a_registered_model():
 def test_no_builder_handles_checkpoints_itself(name):
     import inspect
 
-    builder = zoo.registry._builder(name)
+    builder = zoo.models.registry._builder(name)
     source = inspect.getsource(builder)
     assert "load_checkpoint" not in source and "read_state_dict" not in source
     assert not {"checkpoint", "checkpoint_allow_pickle"} & set(
@@ -44,7 +44,7 @@ def test_no_builder_handles_checkpoints_itself(name):
 
 def test_a_checkpoint_loads_through_create_model_with_the_registered_key_map(tmp_path):
     from reference_weights import load_reference
-    from zoo.models.swiftnet.checkpoint import official_key
+    from zoo.models.networks.swiftnet.checkpoint import official_key
 
     official_names = load_reference("swiftnet_64x128.pt")["official_entries"]
     ours = zoo.create_model("swiftnet").state_dict()

@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 import zoo
-from zoo.base import TASK_METRICS, ZooModel
-from zoo.runtime import int8_metric
+from zoo.models import TASK_METRICS, ZooModel
+from zoo.deploy import int8_metric
 
 
 class _TinySegmenter(ZooModel):
@@ -26,11 +26,12 @@ class _TinySegmenter(ZooModel):
 
 
 def test_a_new_segmentation_model_gets_pixel_agreement_from_its_task(monkeypatch):
-    import zoo.registry
+    import zoo.models.registry
 
     zoo.list_models()  # the zoo's own models are registered before the copy
-    monkeypatch.setattr(zoo.registry, "_BUILDERS", dict(zoo.registry._BUILDERS))
-    monkeypatch.setattr(zoo.registry, "_REGISTRATIONS", dict(zoo.registry._REGISTRATIONS))
+    registry = zoo.models.registry
+    monkeypatch.setattr(registry, "_BUILDERS", dict(registry._BUILDERS))
+    monkeypatch.setattr(registry, "_REGISTRATIONS", dict(registry._REGISTRATIONS))
     zoo.register_model(lambda: _TinySegmenter(), name="tiny_segmenter_of_the_test")
     model = zoo.create_model("tiny_segmenter_of_the_test")
     assert model.int8_task_metric == "pixel_agreement"

@@ -1,4 +1,4 @@
-"""Options are strictly typed (zoo/user_values.py, zoo/options.py) and checked before any work.
+"""Options are strictly typed (zoo/options/user_values.py, zoo/options/schema.py) and checked before any work.
 
 Through the profile tool each bad value ends with one ``error:`` line naming what is accepted,
 exit status 2, and no run folder; booleans are ``true``/``True``/``false``/``False`` only, on the
@@ -10,10 +10,10 @@ import pytest
 import zoo
 from cli_runner import run_main
 from meta_overrides import ANY_MODEL_META as META
-from zoo.errors import ConfigError
+from zoo.options import ConfigError
 from zoo.tools.composition import CONFIG_DIR, check_overrides
 from zoo.tools.profile import main
-from zoo.user_values import check_yaml_booleans
+from zoo.options import check_yaml_booleans
 
 
 @pytest.mark.parametrize("overrides, expected", [

@@ -152,7 +152,7 @@ def test_the_wheel_holds_the_package_data_and_nothing_else(tmp_path):
     configs = {p.relative_to(ROOT / "configs").as_posix() for p in (ROOT / "configs").rglob("*.yaml")}
     assert {n[len("zoo/configs/"):] for n in names if n.startswith("zoo/configs/")} == configs
     assert "zoo/configs/hydra/help/zoo.yaml" in names
-    assert {"zoo/data/sample/chelsea_0.png", "zoo/data/sample/coffee.jpg"} <= set(names)
+    assert {"zoo/inputs/sample/chelsea_0.png", "zoo/inputs/sample/coffee.jpg"} <= set(names)
     assert not [n for n in names if "py.typed" in n or "hydra_plugins" in n or "tests/" in n
                 or "results/" in n or "__pycache__" in n]
     entry_points = zipfile.ZipFile(wheel).read(

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import zoo
-from zoo.base import TASK_METRICS
+from zoo.models import TASK_METRICS
 from profiling.runner.passes import profile_model
 
 #: models that need an ``arch`` option; their own tests cover them.
@@ -55,6 +55,6 @@ def test_model_declares_and_runs_its_stages_on_meta(name):
     ("swiftnet", dict(in_channels=True), "in_channels=true is not accepted"),
 ])
 def test_sizes_below_their_minimum_are_one_config_error(name, options, message):
-    with pytest.raises(zoo.errors.ConfigError) as error:
+    with pytest.raises(zoo.options.ConfigError) as error:
         zoo.create_model(name, **options)
     assert message in str(error.value)

@@ -214,7 +214,7 @@ def test_the_output_difference_skips_tensors_of_another_shape_and_zeros():
 def test_the_run_says_how_far_the_runtimes_output_is_from_pytorchs(dtype, figures, expected):
     """Real images do not make a randomly initialised network's int8 difference an accuracy
     figure (before: the caveat went away with input.images)."""
-    from zoo.runtime import _output_notes
+    from zoo.deploy.in_runtime import _output_notes
 
     info = {"runtime": "onnxruntime", "calibration": "input.images",
             "int8_output" if dtype == "int8" else "output_difference": figures}
@@ -237,7 +237,7 @@ def test_an_unprofiled_forward_slower_than_the_profiled_one_is_called_noise(
         overhead, speedup, expected):
     """Before: a profiler overhead of 0.15 (the profiler making the forward 6x faster) went
     into meta.json without a word."""
-    from zoo.runtime import _speed_notes
+    from zoo.deploy.in_runtime import _speed_notes
 
     info = {"runtime": "openvino", "profiler_overhead": overhead,
             "unprofiled_forward_ms_median": 20.0, "float32_forward_ms_median": 30.0}
@@ -384,7 +384,7 @@ def test_a_quantiser_that_fails_is_named_as_the_quantiser(monkeypatch, tmp_path)
 def test_a_runtime_run_with_its_nodes_in_stages_is_not_told_to_name_more(deployed, hint):
     """Before: resnet18 in ONNX Runtime with 99.8% of its node time in stages was told to
     "name more with model.stage_paths" because the runtime's own time made 'other' 20%."""
-    from zoo.runtime import runtime_coverage_hint
+    from zoo.deploy import runtime_coverage_hint
 
     assert runtime_coverage_hint(deployed) == hint
 
@@ -400,8 +400,8 @@ def _logits(shape, seed: int = 0) -> torch.Tensor:
 ])
 def test_an_int8_segmentation_reports_the_share_of_pixels_whose_label_holds(model_name, wrap):
     """Before: segmentation runs got no task metric (classifiers and flow had one). The metric
-    is the one the model's task declares (zoo.base.TASK_METRICS)."""
-    from zoo.runtime import int8_metric
+    is the one the model's task declares (zoo.models.TASK_METRICS)."""
+    from zoo.deploy import int8_metric
 
     logits = _logits((1, 3, 2, 4))
     changed = logits.clone()
@@ -417,7 +417,7 @@ def test_an_int8_segmentation_reports_the_share_of_pixels_whose_label_holds(mode
 def test_near_zero_logits_decide_no_label():
     """Before: a network with near-zero outputs (random weights) read top-1 agreement 0,
     its logits ordered by round-off of 1e-16."""
-    from zoo.runtime import int8_metric
+    from zoo.deploy import int8_metric
 
     logits = _logits((4, 10)) * 1e-15
     got = (logits + 5e-16 * _logits((4, 10), seed=1)).numpy()
@@ -430,7 +430,7 @@ def test_near_zero_logits_decide_no_label():
 
 
 def test_a_feature_map_that_is_no_segmentation_gets_no_pixel_metric():
-    from zoo.runtime import int8_metric
+    from zoo.deploy import int8_metric
 
     features = _logits((1, 8, 2, 2))
     assert int8_metric("top1_agreement", features, [features.numpy()]) == {}

@@ -148,7 +148,7 @@ def test_float32_run_has_the_torch_stages_and_times_that_add_up(runtime, tmp_pat
 
 
 def test_a_slow_runtime_profiler_and_a_slow_int8_are_said():
-    from zoo.runtime import _speed_notes
+    from zoo.deploy.in_runtime import _speed_notes
 
     info = {"runtime": "onnxruntime",
             "profiler_overhead": {"ratio": 1.16, "low": 1.1, "high": 1.2, "confidence": 0.95,
@@ -203,7 +203,7 @@ def test_runtime_combinations_that_cannot_run_are_one_line_refusals(overrides, m
                                                                     tmp_path):
     from zoo.tools.job import run_profile
     from zoo.tools.composition import compose_config
-    from zoo.errors import ConfigError
+    from zoo.options import ConfigError
 
     cfg = compose_config(["model=swiftnet", "input.size=[32,32]", *overrides])
     with pytest.raises(ConfigError, match=message):
@@ -373,7 +373,7 @@ def test_an_export_is_cached_by_model_options_and_input_shape(monkeypatch, tmp_p
 
 
 def test_trace_with_a_runtime_is_a_one_line_refusal(tmp_path):
-    from zoo.errors import ConfigError
+    from zoo.options import ConfigError
     from zoo.tools.composition import compose_config
     from zoo.tools.job import run_profile
 
@@ -462,7 +462,7 @@ def test_onnxruntime_on_cuda_needs_the_cuda_execution_provider(monkeypatch):
     from profiling import ProfilingError
     from profiling.runtimes import default_provider
     from zoo.deploy import Deployment
-    from zoo.errors import ConfigError
+    from zoo.options import ConfigError
 
     def providers(*names):
         monkeypatch.setattr("onnxruntime.get_available_providers", lambda: list(names))

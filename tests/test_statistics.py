@@ -210,7 +210,7 @@ def test_two_transformer_layers_make_gmflows_transformer_significantly_faster(tm
 def test_auto_repeat_options_are_typed(override, message):
     from zoo.tools.job_description import run_repeats
     from zoo.tools.composition import check_composed, compose_config
-    from zoo.errors import ConfigError
+    from zoo.options import ConfigError
 
     with pytest.raises(ConfigError) as error:
         check_composed(compose_config(["model=torchvision", override]))

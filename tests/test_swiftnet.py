@@ -14,8 +14,8 @@ import zoo
 from profiling import Session
 from profiling.stages.payload import iter_leaves
 from reference_weights import fill_reference_weights_, load_reference, official_names
-from zoo.base import sum_input_channels
-from zoo.models.swiftnet import official_key
+from zoo.models.base import sum_input_channels
+from zoo.models.networks.swiftnet import official_key
 
 #: the users' seed logs the tests compare with, copied from ../shared/seeds
 SEEDS_DIR = Path(__file__).resolve().parent / "data" / "seeds"

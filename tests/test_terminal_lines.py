@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import zoo.deploy
+import zoo.deploy.deployment
 from tests.cli_runner import run_main
 from zoo.deploy import Deployment, half_emulated_note
 from zoo.profile import main as profile_main
@@ -73,7 +73,7 @@ def _cpuinfo(flags):
 
 
 def test_the_bfloat16_line_comes_before_the_run(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(zoo.deploy, "cpu_has_native", lambda dtype: False)
+    monkeypatch.setattr(zoo.deploy.deployment, "cpu_has_native", lambda dtype: False)
     outcome = run_main(profile_main, ["model=swiftnet", "input.size=[64,64]", "run.warmup=0",
                                       "run.repeats=1", "run.dtype=bfloat16",
                                       f"hydra.run.dir={tmp_path / 'run'}"],

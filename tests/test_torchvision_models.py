@@ -86,7 +86,7 @@ def _params(device: str) -> list:
 
 
 def _check_inputs(model, inputs, side: int) -> None:
-    """The inputs have the form the model's family takes (:mod:`zoo.inputs`)."""
+    """The inputs have the form the model's family takes (:mod:`zoo.inputs.kinds`)."""
     kind = model.input_kind
     if kind == "image_list":
         assert isinstance(inputs[0], list) and [tuple(i.shape) for i in inputs[0]] == \

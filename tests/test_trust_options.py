@@ -14,11 +14,11 @@ from zoo.tools import split
 from zoo.tools.job import run_profile
 from zoo.tools.model_build import build_model
 from zoo.tools.composition import CONFIG_DIR, check_overrides, compose_config
-from zoo.errors import ConfigError
-from zoo.options import NULL_DEFAULT_OPTIONS, Anything, checker_for_annotation, \
+from zoo.options import ConfigError
+from zoo.options.schema import NULL_DEFAULT_OPTIONS, Anything, checker_for_annotation, \
     model_option_checker
 from zoo.tools.profile import main
-from zoo.user_values import check_plain_config
+from zoo.options import check_plain_config
 
 META = ["device=meta", "summary=false", "input.size=[32,32]"]
 
@@ -127,7 +127,7 @@ def test_null_default_options_have_declared_types(overrides, expected):
 def test_every_model_option_has_a_declared_type_as_strict_as_its_builder():
     import typing
 
-    from zoo.registry import _builder, list_models
+    from zoo.models.registry import _builder, list_models
 
     probes = ["x", "", 1, 0, -1, 1.5, True, None, [], [1], ["a"], [0.0], {"a": 1},
               {"a": {"b": 1}}, {"_target_": "os.system"}, [{"_target_": "os.system"}]]

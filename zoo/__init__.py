@@ -1,7 +1,7 @@
 """An instrumented model zoo for detection, segmentation and optical flow.
 
 ``create_model(name, **options)`` builds a registered model, ``list_models()`` names them.
-Every zoo model follows the calling convention of :class:`zoo.base.ZooModel`. The names are
+Every zoo model follows the calling convention of :class:`zoo.models.ZooModel`. The names are
 imported on first use, so the command-line tools answer ``--help`` without loading torch.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {"create_model": "registry", "list_models": "registry", "model_options": "registry",
-            "register_model": "registry", "ConfigError": "errors"}
+_EXPORTS = {"create_model": "models", "list_models": "models", "model_options": "models",
+            "register_model": "models", "ConfigError": "options"}
 
 __all__ = list(_EXPORTS)
 

@@ -1,7 +1,15 @@
-"""The zoo's models. Importing this package imports, and so registers, every module in it."""
+"""The models room: the zoo's networks (:mod:`.networks`, each registered by name) and the kit
+that builds them: :class:`ZooModel`, the calling convention every zoo model follows;
+:func:`register_model` and :func:`create_model` (:mod:`.registry`), checkpoints, stage
+selection and the float32 parts of a lower-precision run (:mod:`.precision`).
 
-import importlib
-import pkgutil
+A model of your own subclasses ``zoo.models.ZooModel`` and registers its builder with
+``@zoo.models.register_model`` (CONTRIBUTING.md). Above :mod:`zoo.inputs`, below
+:mod:`zoo.deploy`.
+"""
 
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+from .base import TASK_METRICS, ZooModel
+from .registry import create_model, list_models, model_options, register_model
+
+__all__ = ["TASK_METRICS", "ZooModel", "create_model", "list_models", "model_options",
+           "register_model"]

@@ -27,7 +27,7 @@ from .ab_forwards import plain_rounds
 from .ab_sides import ProfileJob, prepared_side
 from .job_runner import JobResult, run_job, with_more_rounds
 from .job_writer import write_job
-from ..errors import ConfigError
+from ..options import ConfigError
 from .progress import ForwardProgress
 from .resolvers import run_stamp
 

@@ -23,7 +23,7 @@ import torch
 from profiling import ProfilingError
 from profiling.statistics import interleaved_ms, machine_state, noise_report
 
-from ..runtime import EXPORT_FOLDER
+from ..deploy import EXPORT_FOLDER
 from .device import torch_threads
 from .job_description import ProfileJob
 from .job_runner import JobResult, run_job

@@ -8,7 +8,7 @@ from typing import Sequence
 
 from profiling import MissingExtra
 
-from ..errors import ConfigError
+from ..options import ConfigError
 from .composition import checked_config
 from .job_description import ProfileJob, prepare_job
 

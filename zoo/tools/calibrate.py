@@ -20,8 +20,8 @@ from profiling.files import check_output_file
 
 from .cli import ArgumentParser, run_tool
 from .registry import register_tool
-from ..errors import ConfigError
-from ..options import Choice, Integer, ListOf, Nullable, Number, as_checker, check_value
+from ..options import (Choice, ConfigError, Integer, ListOf, Nullable, Number, as_checker,
+                       check_value)
 
 if TYPE_CHECKING:  # torch loads once the arguments are parsed: --help answers at once
     import torch

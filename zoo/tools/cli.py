@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator, NoReturn, Optional
 from profiling import ProfilingError, failure_context, failure_place
 from profiling.reports import printable
 
-from ..errors import ConfigError
+from ..options import ConfigError
 from .broken_pipe import output_outlives_its_reader
 from .installation import installation_problem
 

@@ -20,7 +20,7 @@ from profiling.files import check_output_file
 from .cli import ArgumentParser, run_tool
 from .registry import register_tool
 from .resolvers import run_stamp
-from ..errors import ConfigError
+from ..options import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,7 +49,7 @@ def collect(directories: Sequence[Path], out: Optional[Path] = None, *,
             overwrite: bool = False) -> tuple[Path, pd.DataFrame]:
     """Gather the runs at or below ``directories`` into the table at ``out`` (default
     :func:`default_collect_file`); return its path and the table. A broken run folder raises
-    :class:`~zoo.errors.ConfigError` naming its file, before anything is written; so does an
+    :class:`~zoo.options.ConfigError` naming its file, before anything is written; so does an
     ``out`` that exists, unless ``overwrite`` (a sweep's own ``summary.csv`` was replaced)."""
     from profiling.reports import TABLE_FORMATS, collect_runs, find_runs, write_table
 

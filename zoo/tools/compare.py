@@ -25,7 +25,7 @@ from profiling.statistics import AB_MIN_CHANGE, AB_ROUNDS, MIN_CHANGE
 
 from .cli import ArgumentParser, run_tool
 from .registry import register_tool
-from ..errors import ConfigError
+from ..options import ConfigError
 
 __all__ = ["main"]
 

@@ -3,7 +3,7 @@
 Where the configs are (:data:`CONFIG_DIR`), composing them outside of a Hydra run
 (:func:`compose_config`), and the checks that every tool makes of its overrides and of the
 composed config (:func:`checked_configs`, :func:`check_overrides`, :func:`check_composed`):
-a problem is one :class:`~zoo.errors.ConfigError` line that says what is accepted. The error
+a problem is one :class:`~zoo.options.ConfigError` line that says what is accepted. The error
 contract that turns it into exit 2 is :mod:`zoo.tools.cli`.
 
 Like :mod:`zoo.tools.cli`, this module imports neither torch nor Hydra at import time.
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..errors import ConfigError
+from ..options import ConfigError
 
 __all__ = ["CONFIG_DIR", "CONFIG_GROUPS", "config_options", "compose_config", "check_overrides",
            "checked_configs", "checked_config", "check_composed", "config_key",
@@ -111,12 +111,11 @@ def _model_defaults(model_name: Any) -> Optional[dict]:
 
 
 def check_composed(cfg: Any) -> None:
-    """Check a composed config against the option schema (:mod:`zoo.options`); raise a
+    """Check a composed config against the option schema (:mod:`zoo.options.schema`); raise a
     one-line ``ConfigError``."""
     from omegaconf import OmegaConf
 
-    from ..options import check_config
-    from ..user_values import check_plain_config
+    from ..options import check_config, check_plain_config
 
     plain = OmegaConf.to_container(cfg, resolve=False)
     plain.pop("hydra", None)
@@ -257,7 +256,7 @@ def checked_configs(overrides: Sequence[str], config_name: str = "profile") -> l
         ConfigError: one line: what is wrong and what is accepted. Hydra's own errors span
             several lines and suggest stack traces.
     """
-    from ..user_values import check_override
+    from ..options import check_override
     from .search_path import search_folders, search_path_overrides
 
     for override in overrides:

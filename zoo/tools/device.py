@@ -11,7 +11,7 @@ import torch
 
 from profiling.counting import Ceilings, ceilings_for_device, load_ceilings
 
-from ..errors import ConfigError
+from ..options import ConfigError
 
 __all__ = ["resolve_device", "torch_threads", "device_ceilings", "ceilings_reference"]
 

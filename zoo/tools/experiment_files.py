@@ -20,9 +20,8 @@ from typing import Any, Iterator, Mapping, Union
 from profiling import ProfilingError
 from profiling.files import read_yaml
 
-from ..errors import ConfigError
-from ..options import SCHEMA, check_value, suggest
-from ..user_values import check_hydra_section, check_plain_config, check_yaml_booleans
+from ..options import (SCHEMA, ConfigError, check_hydra_section, check_plain_config, check_value,
+                       check_yaml_booleans, suggest)
 
 __all__ = ["check_experiment_file"]
 

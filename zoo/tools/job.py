@@ -10,7 +10,7 @@ from typing import Optional, Union
 
 from omegaconf import DictConfig
 
-from ..errors import ConfigError
+from ..options import ConfigError
 from .job_description import prepare_job
 from .job_printer import summary_lines
 from .job_runner import JobResult, run_job

@@ -17,7 +17,7 @@ from profiling.runner import check_run_options
 from profiling.statistics import AutoRepeats
 
 from ..deploy import Deployment
-from ..errors import ConfigError
+from ..options import ConfigError
 from .composition import check_composed
 from .device import device_ceilings, resolve_device
 from .extras import check_plot_support, check_report_support

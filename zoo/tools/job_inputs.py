@@ -8,10 +8,8 @@ import torch
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ..deploy import Deployment
-from ..errors import ConfigError
-from ..image_files import MAX_PIXELS
-from ..images import image_inputs
-from ..inputs import INPUT_KINDS, check_frames
+from ..options import ConfigError
+from ..inputs import INPUT_KINDS, MAX_PIXELS, check_frames, image_inputs
 from .model_build import build_model
 
 __all__ = ["make_inputs", "prepare"]
@@ -31,9 +29,10 @@ def _input_size(cfg: DictConfig, model: torch.nn.Module) -> tuple[int, int]:
 
 def make_inputs(cfg: DictConfig, model: torch.nn.Module, device: torch.device
                 ) -> tuple[tuple[Any, ...], list[str]]:
-    """The inputs of the run in the form the model takes (:mod:`zoo.inputs`): seeded random
-    ones, or the files of ``input.images`` converted as the model expects (:mod:`zoo.images`),
-    padded if ``input.pad`` asks for it; and notes (the files, the rule, the padding)."""
+    """The inputs of the run in the form the model takes (:mod:`zoo.inputs.kinds`): seeded random
+    ones, or the files of ``input.images`` converted as the model expects
+    (:mod:`zoo.inputs.images`), padded if ``input.pad`` asks for it; and notes (the files, the
+    rule, the padding)."""
     batch = int(cfg.input.batch)
     if batch < 1:
         raise ConfigError(f"input.batch must be at least 1, got {batch}")

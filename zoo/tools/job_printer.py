@@ -8,7 +8,7 @@ import textwrap
 from profiling.reports import format_summary
 from profiling.statistics import noise_line
 
-from ..runtime import runtime_coverage_hint
+from ..deploy import runtime_coverage_hint
 from .job_runner import JobResult
 from .job_writer import RunFolder
 

@@ -16,7 +16,7 @@ from profiling.runner import ProfileResult, profile_model, with_more_repeats
 from profiling.stages import iter_tensors
 from profiling.statistics import AutoRepeats
 
-from ..runtime import profile_in_runtime
+from ..deploy import profile_in_runtime
 from .device import torch_threads
 from .job_description import ProfileJob
 

@@ -9,8 +9,8 @@ from typing import Any, Iterator, Optional
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from ..registry import create_model
-from ..user_values import check_plain_config
+from ..models import create_model
+from ..options import check_plain_config
 
 __all__ = ["build_model", "parameters_on_meta"]
 

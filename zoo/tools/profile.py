@@ -22,7 +22,7 @@ from profiling import require_extra
 from .cli import called_as, exit_with, fail, raise_if_interrupted, run_tool
 from .registry import register_tool
 from .composition import CONFIG_DIR, checked_configs, config_key, hydra_value
-from ..errors import ConfigError
+from ..options import ConfigError
 from .resolvers import register_resolvers
 
 __all__ = ["main"]

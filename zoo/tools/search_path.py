@@ -17,7 +17,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..errors import ConfigError
+from ..options import ConfigError
 
 __all__ = ["SEARCH_PATH", "search_folders", "search_path_overrides", "experiment_file",
            "hydra_choices", "check_hydra_settings"]

@@ -24,7 +24,7 @@ from typing import Any, Optional, Sequence
 
 from .cli import ArgumentParser, run_tool
 from .registry import register_tool
-from ..errors import ConfigError
+from ..options import ConfigError
 
 __all__ = ["main", "model_identity", "serve"]
 

@@ -28,7 +28,7 @@ from typing import Any, Optional, Sequence
 from .cli import ArgumentParser, run_tool
 from .registry import register_tool
 from .composition import checked_config
-from ..errors import ConfigError
+from ..options import ConfigError
 from .resolvers import model_label, run_stamp
 
 __all__ = ["main", "split_config"]

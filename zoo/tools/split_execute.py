@@ -32,7 +32,7 @@ from profiling.runner import output_tensors, run_head, run_request
 from profiling.split import (Link, SplitClient, best_measured_and_estimated, executed_row,
                              unshaped_reason)
 
-from ..errors import ConfigError
+from ..options import ConfigError
 from .serve import model_identity
 
 __all__ = ["execute", "executed_cuts", "parse_server", "output_difference"]

@@ -136,7 +136,7 @@ def check_job_folders(overrides: Sequence[str]) -> None:
     from omegaconf import open_dict
 
     from .composition import compose_config
-    from ..errors import ConfigError
+    from ..options import ConfigError
 
     seen: dict[str, int] = {}
     for number, job in enumerate(sweep_jobs(overrides)):

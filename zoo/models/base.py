@@ -7,13 +7,13 @@ from typing import Any, Mapping, Optional, Sequence
 import torch
 from torch import nn
 
-from .errors import ConfigError
-from .inputs import arrange_frames, frames_per_item
+from ..inputs import arrange_frames, frames_per_item
+from ..options import ConfigError
 
 __all__ = ["ZooModel", "TASK_METRICS", "random_images", "sum_input_channels"]
 
 #: What each task's output is judged by when an int8 runtime's output is set against the
-#: float32 one (:func:`zoo.runtime.int8_metric`): the share of samples whose top-1 class holds,
+#: float32 one (:func:`zoo.deploy.int8_metric`): the share of samples whose top-1 class holds,
 #: the share of pixels whose label holds, the mean end-point error of the flow in pixels; a
 #: detector's boxes have no cheap metric (``None``).
 TASK_METRICS: dict[str, Optional[str]] = {"classification": "top1_agreement",
@@ -92,13 +92,13 @@ class ZooModel(nn.Module):
     def check_input_size(self, size: Sequence[int], *, pad: bool = False) -> tuple[int, int]:
         """Validate ``size`` and return the ``(H, W)`` the network is fed.
 
-        Models with size constraints raise :class:`~zoo.errors.ConfigError` naming the nearest
+        Models with size constraints raise :class:`~zoo.options.ConfigError` naming the nearest
         valid sizes, or, with ``pad=True``, return the padded size they will pad the input to.
         """
         return int(size[0]), int(size[1])
 
     def check_channels(self, images: torch.Tensor) -> None:
-        """Raise :class:`~zoo.errors.ConfigError` unless ``images`` is ``[B, in_channels, H, W]``.
+        """Raise :class:`~zoo.options.ConfigError` unless ``images`` is ``[B, in_channels, H, W]``.
 
         Models call it at the top of ``forward``, so a channel mismatch reads as a configuration
         error rather than a convolution's shape error deep inside the network.
@@ -129,8 +129,8 @@ class ZooModel(nn.Module):
     def float32_parts(self) -> dict[str, str]:
         """The stages whose payload keeps float32 tensors when the run is in half precision
         (``run.dtype=bfloat16|float16``), ``{stage_name: what stays float32 and why}``: parts
-        computed on float32 copies (:mod:`zoo.precision`) because half precision is too coarse
-        there or has no kernel. Every other stage's floating tensors take ``run.dtype``."""
+        computed on float32 copies (:mod:`zoo.models.precision`) because half precision is too
+        coarse there or has no kernel. Every other stage's floating tensors take ``run.dtype``."""
         return {}
 
     def meta_note(self) -> Optional[str]:
@@ -151,7 +151,7 @@ class ZooModel(nn.Module):
 
     def add_stage_paths(self, paths: Mapping[str, str]) -> None:
         """Make each ``{stage_name: module_path}`` of ``paths`` a stage too (see
-        :func:`zoo.stage_selection.select_stage_paths`)."""
+        :func:`zoo.models.stage_selection.select_stage_paths`)."""
         self.__dict__["_added_stage_paths"] = {**self.__dict__.get("_added_stage_paths", {}),
                                                **paths}
 

@@ -14,9 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from profiling import probe, stage
-from zoo.base import ZooModel
-from zoo.errors import ConfigError
-from zoo.options import check_minimum
+from zoo.options import ConfigError, check_minimum
+from ...base import ZooModel
 
 from .attention import ATTENTION_IMPLS
 from .backbone import CNNEncoder
@@ -233,7 +232,7 @@ class GMFlow(ZooModel):
 
     def check_input_size(self, size: Sequence[int], *, pad: bool = False) -> tuple[int, int]:
         """``(H, W)`` when both are multiples of :attr:`size_divisor`; the next multiples up
-        with ``pad=True``; otherwise a :class:`~zoo.errors.ConfigError` naming the nearest
+        with ``pad=True``; otherwise a :class:`~zoo.options.ConfigError` naming the nearest
         valid sizes."""
         height, width = int(size[0]), int(size[1])
         d = self.size_divisor

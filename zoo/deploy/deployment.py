@@ -7,7 +7,7 @@ input to ``torch.channels_last``), so every byte figure of the run (payload, ten
 ``bytes_read``/``bytes_written``, the torchstat table's memory columns) follows the real
 tensors, while MACs and FLOPs, which count operations, stay the same. A model computes the
 parts that must stay float32 on float32 copies and names them in
-:meth:`~zoo.base.ZooModel.float32_parts`. :meth:`Deployment.running` is the context of the
+:meth:`~zoo.models.ZooModel.float32_parts`. :meth:`Deployment.running` is the context of the
 forwards (``torch.autocast`` with ``run.autocast``), and :meth:`Deployment.timed_model` the
 compiled callable of the warm-up and timed forwards (:mod:`profiling.runner.compiled`).
 """
@@ -24,8 +24,7 @@ from torch.utils._pytree import tree_map
 
 from profiling.runner import compile_model, compile_report, cxx_compiler
 
-from .errors import ConfigError
-from .options import SCHEMA, check_value
+from ..options import SCHEMA, ConfigError, check_value
 
 __all__ = ["Deployment", "DTYPES", "TF32_NOTE", "half_emulated_note", "cpu_has_native",
            "roofline_dtype", "uses_tf32"]
@@ -75,7 +74,7 @@ class Deployment:
             warmup: the run's warm-up forwards (compilation needs one).
         """
         if self.runtime != "torch" or self.dtype == "int8":
-            from .runtime import check_runtime
+            from .in_runtime import check_runtime
 
             check_runtime(self, device)
             return

@@ -7,7 +7,7 @@ from torchvision.models.detection.backbone_utils import _resnet_fpn_extractor
 from torchvision.models.detection.faster_rcnn import FasterRCNN
 from torchvision.ops import FrozenBatchNorm2d
 
-from ...options import check_minimum
+from zoo.options import check_minimum
 from ...registry import register_model
 from .model import StagedFasterRCNN
 from .staged_parts import stage_parts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from zoo.registry import register_model
+from ...registry import register_model
 
 from .checkpoint import official_key
 from .model import SwiftNet
@@ -36,7 +36,7 @@ def swiftnet(*, in_channels: int = 3, num_classes: int = 19, batch_norm: bool = 
             RGB values (their mean in every channel for other channel counts).
 
     ``model.checkpoint=`` takes official SwiftNet weights (key mapping in
-    :mod:`zoo.models.swiftnet.checkpoint`) or this model's own ``state_dict``.
+    :mod:`zoo.models.networks.swiftnet.checkpoint`) or this model's own ``state_dict``.
     """
     return SwiftNet(in_channels, num_classes, batch_norm=batch_norm, conv_bias=conv_bias,
                     num_features=num_features, spp_grids=spp_grids,

@@ -10,9 +10,8 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from ..options import NULL_DEFAULT_OPTIONS, ConfigError, check_value, checker_for_annotation
 from .checkpoints import load_checkpoint, read_state_dict
-from .errors import ConfigError
-from .options import NULL_DEFAULT_OPTIONS, check_value, checker_for_annotation
 from .stage_selection import check_stage_options, select_stage_paths
 
 __all__ = ["register_model", "create_model", "list_models", "model_options"]
@@ -21,7 +20,7 @@ _BUILDERS: dict[str, Callable[..., torch.nn.Module]] = {}
 _REGISTRATIONS: dict[str, "_Registration"] = {}
 
 #: Options every registered model takes, handled by :func:`create_model`, not its builder:
-#: more stages (:mod:`zoo.stage_selection`) and a local checkpoint (:mod:`zoo.checkpoints`).
+#: more stages (:mod:`.stage_selection`) and a local checkpoint (:mod:`.checkpoints`).
 COMMON_OPTIONS: dict[str, Any] = {"stage_depth": 1, "stage_paths": None, "checkpoint": None,
                                   "checkpoint_allow_pickle": False}
 _CHECKPOINT_TYPES = {"checkpoint": Optional[str], "checkpoint_allow_pickle": bool}
@@ -61,7 +60,7 @@ def register_model(builder: Optional[Callable[..., torch.nn.Module]] = None, *,
 
 
 def _load_all() -> None:
-    from . import models  # noqa: F401  (importing the package registers every model)
+    from . import networks  # noqa: F401  (importing the package registers every model)
 
 
 def list_models(pattern: str = "*") -> list[str]:
@@ -95,9 +94,9 @@ def create_model(name: str, **options: Any) -> torch.nn.Module:
 
     Every model also takes the :data:`COMMON_OPTIONS`: ``stage_depth`` and ``stage_paths``
     (more stages, attached to its submodules by path:
-    :func:`zoo.stage_selection.select_stage_paths`), and ``checkpoint`` with
+    :func:`zoo.models.stage_selection.select_stage_paths`), and ``checkpoint`` with
     ``checkpoint_allow_pickle`` (a local file, loaded strictly with
-    :func:`zoo.checkpoints.load_checkpoint`; pickles only for ``True``).
+    :func:`zoo.models.checkpoints.load_checkpoint`; pickles only for ``True``).
 
     Raises:
         ConfigError: for an unknown model or option, a value of the wrong type, or a

@@ -2,11 +2,11 @@
 
 The library builds the model (randomly initialised; nothing is downloaded); the zoo then gives
 the instance the zoo's calling convention by making its class a subclass of both the
-library's class and :class:`~zoo.base.ZooModel`. The modules, the forward and the
+library's class and :class:`~zoo.models.ZooModel`. The modules, the forward and the
 ``state_dict`` keys stay the library's own, so the library's checkpoints load unchanged. Its
 top-level children are its stages (``stage_paths()``), attached by path when profiling.
 
-The inputs follow the model's family (:attr:`~zoo.base.ZooModel.input_kind`): torchvision's
+The inputs follow the model's family (:attr:`~zoo.models.ZooModel.input_kind`): torchvision's
 detection models take a list of images, its ``raft_*`` an image pair, its video models a clip
 ``[B, C, T, H, W]``, every other model one image batch. The normalisation of real images is the
 one the library's own preset transform applies (``weights.DEFAULT.transforms()``; timm's
@@ -22,9 +22,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from torch import nn
 
+from zoo.options import ConfigError, check_minimum
 from ..base import ZooModel
-from ..errors import ConfigError
-from ..options import check_minimum
 from ..registry import register_model
 from .detection_meta import MetaSafeDetector
 
@@ -96,9 +95,10 @@ def as_zoo_model(model: nn.Module, *, in_channels: int, default_input_size: Sequ
 
     ``inputs`` sets what the forward takes and what the model is: ``input_kind``,
     ``input_mean``, ``input_std``, ``default_frames``, ``task`` (see
-    :class:`~zoo.base.ZooModel`). ``mixins`` come before the library's
-    class (:class:`~zoo.models.detection_meta.MetaSafeDetector` for detectors). ``size_rule``:
-    ``(multiple, minimum)`` of each input side, for models that take only such sizes.
+    :class:`~zoo.models.ZooModel`). ``mixins`` come before the library's
+    class (:class:`~zoo.models.networks.detection_meta.MetaSafeDetector` for detectors).
+    ``size_rule``: ``(multiple, minimum)`` of each input side, for models that take only such
+    sizes.
     """
     base = type(model)
     cls = _CLASSES.get((*mixins, base))

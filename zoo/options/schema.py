@@ -49,14 +49,14 @@ def _shown(value: Any) -> str:
 
 
 def check_value(name: str, value: Any, checker: Checker) -> None:
-    """Raise :class:`~zoo.errors.ConfigError` unless ``value`` is of the kind ``checker`` describes."""
+    """Raise :class:`.ConfigError` unless ``value`` is of the kind ``checker`` describes."""
     if not checker.ok(value):
         raise ConfigError(f"{name}={_shown(value)} is not accepted; accepted: "
                           f"{checker.accepts}")
 
 
 def check_minimum(minimum: int, **options: Any) -> None:
-    """Raise :class:`~zoo.errors.ConfigError` for the first of ``options`` (``name=value``)
+    """Raise :class:`~zoo.options.ConfigError` for the first of ``options`` (``name=value``)
     that is not an integer of at least ``minimum``; a sequence's entries are checked one by
     one (and it must not be empty)."""
     for name, value in options.items():
@@ -315,9 +315,9 @@ SCHEMA: dict[str, Checker] = {
     "run.min_repeats": Integer(minimum=1),
     "run.seed": Integer(minimum=0, maximum=MAX_SEED),
     "run.overwrite": Boolean(),
-    # the network as deployed (zoo/deploy.py)
+    # the network as deployed (zoo/deploy/deployment.py)
     "run.dtype": Choice(("float32", "float16", "bfloat16", "int8")),  # int8: with a runtime
-    "run.runtime": Choice(("torch", "onnxruntime", "openvino")),  # zoo/runtime.py
+    "run.runtime": Choice(("torch", "onnxruntime", "openvino")),  # zoo/deploy/in_runtime.py
     "run.export_cache": Boolean(),  # keep runtime exports across runs (docs/runtimes.md)
     "run.autocast": Boolean(),
     "run.channels_last": Boolean(),
@@ -327,7 +327,7 @@ SCHEMA: dict[str, Checker] = {
     "input.size": Nullable(ListOf(Integer(minimum=1), length=2, names=("height", "width"))),
     "input.batch": Integer(minimum=1),
     "input.pad": Boolean(),
-    "input.images": Nullable(AnyOf((Text(), ListOf(Text())))),  # files: zoo.images
+    "input.images": Nullable(AnyOf((Text(), ListOf(Text())))),  # files: zoo.inputs.images
     "input.max_pixels": Integer(minimum=1),
     "input.frames": Nullable(Integer(minimum=1)),
     "collectors": Nullable(ListOf(Text())),
@@ -363,7 +363,7 @@ def check_config(config: Mapping[str, Any], model_defaults: Optional[Mapping[str
 
     ``model_defaults`` are the options of the chosen model's YAML: a ``model`` key that is not
     among them is unknown, and a value is checked against the kind of its default. Raises a
-    one-line :class:`~zoo.errors.ConfigError` naming the first bad option.
+    one-line :class:`~zoo.options.ConfigError` naming the first bad option.
     """
     flat = _flatten({k: v for k, v in config.items() if k not in ("hydra", "model")})
     for key, value in flat.items():

@@ -72,7 +72,7 @@ def _refuse_code(where: str, origin: str) -> ConfigError:
 def check_override(override: str) -> None:
     """Refuse a command-line override that names or carries an instantiation key, that sets
     a part of ``hydra`` naming callables, or that spells a boolean other than
-    :data:`BOOLEAN_SPELLINGS`. Raises a one-line :class:`~zoo.errors.ConfigError`."""
+    :data:`BOOLEAN_SPELLINGS`. Raises a one-line :class:`~zoo.options.ConfigError`."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     key, _, text = override.partition("=")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from zoo.registry import register_model
+from ...registry import register_model
 
 from .model import GMFlow
 from .refine import GMFlowRefine

@@ -10,11 +10,10 @@ import torch
 from torch import nn
 
 from profiling import stage
-from zoo.base import ZooModel
-from zoo.decoders.unet import UNetDecoder
-from zoo.errors import ConfigError
-from zoo.options import check_minimum
-from zoo.registry import register_model
+from zoo.options import ConfigError, check_minimum
+from ..base import ZooModel
+from ..registry import register_model
+from .decoders.unet import UNetDecoder
 
 __all__ = ["SwinUNet", "swin_unet"]
 
@@ -23,8 +22,8 @@ _NUM_LEVELS = 4
 
 
 class SwinUNet(ZooModel):
-    """A timm Swin transformer, :class:`~zoo.decoders.unet.UNetDecoder` over its four stages,
-    and a 3×3 convolution to per-pixel logits at the input resolution.
+    """A timm Swin transformer, :class:`~zoo.models.networks.decoders.unet.UNetDecoder` over its
+    four stages, and a 3×3 convolution to per-pixel logits at the input resolution.
 
     The encoder is ``timm.create_model(variant, features_only=True, strict_img_size=False)``:
     it takes any size divisible by its patch size, padding each stage to whole windows and

@@ -15,8 +15,7 @@ from torch import nn
 
 from profiling import stage
 
-from ..errors import ConfigError
-from ..options import check_minimum
+from zoo.options import ConfigError, check_minimum
 
 __all__ = ["ConvBNReLU", "DecoderBlock", "UNetDecoder"]
 

@@ -18,7 +18,7 @@ from typing import Any, Optional, Sequence
 
 from torch import nn
 
-from .errors import ConfigError
+from ..options import ConfigError
 
 __all__ = ["select_stage_paths", "check_stage_options"]
 
@@ -31,7 +31,7 @@ def _callable(module: nn.Module) -> bool:
 
 def check_stage_options(stage_depth: Any, stage_paths: Any) -> tuple[int, list[str]]:
     """``model.stage_depth`` (an integer >= 1) and ``model.stage_paths`` (a list of dotted
-    paths, or null) checked; one-line :class:`~zoo.errors.ConfigError` otherwise."""
+    paths, or null) checked; one-line :class:`~zoo.options.ConfigError` otherwise."""
     if isinstance(stage_depth, bool) or not isinstance(stage_depth, int) or stage_depth < 1:
         raise ConfigError(f"model.stage_depth={stage_depth!r} is not accepted; accepted: an "
                           f"integer >= 1 (1: the model's own stages only)")

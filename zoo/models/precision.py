@@ -4,7 +4,7 @@
 runs in that type. A few computations lose too much there, or have no half-precision kernel
 on the CPU: coordinates and the softmax-weighted positions of flow matching, box decoding and
 NMS, RoI Align. A model computes those on float32 copies of its tensors and names them in its
-:attr:`~zoo.base.ZooModel.float32_parts`. In a float32 run these helpers return their
+:attr:`~zoo.models.ZooModel.float32_parts`. In a float32 run these helpers return their
 arguments unchanged, so the float32 forward (and its counts) is exactly what it was. Under ``run.autocast`` the same
 parts run with autocast off (:func:`autocast_off`, :func:`float32_part`), else autocast would
 compute their matrix products in half precision again.

@@ -8,8 +8,8 @@ import torch
 from torch import nn
 
 from profiling import stage
-from zoo.decoders.unet import UNetDecoder
-from zoo.errors import ConfigError
+from zoo.options import ConfigError
+from ..decoders.unet import UNetDecoder
 
 from .backbone import CNNEncoder
 from .model import GMFlow
@@ -22,9 +22,10 @@ class GMFlowUNet(GMFlow):
 
     The encoder's ``layer3``, ``layer2`` and ``layer1`` outputs (1/8, 1/4, 1/2 with the default
     strides; 128, 96, 64 channels) are kept as skips. The shared
-    :class:`~zoo.decoders.unet.UNetDecoder` takes the transformer's image-0 feature (1/8,
-    ``feature_channels``, TransUNet's ``hidden_size``): ``conv_more``, then block 1 fuses the
-    1/8 skip without upsampling, blocks 2 and 3 upsample ×2 and fuse the 1/4 and 1/2 skips, and
+    :class:`~zoo.models.networks.decoders.unet.UNetDecoder` takes the transformer's image-0
+    feature (1/8, ``feature_channels``, TransUNet's ``hidden_size``): ``conv_more``, then block 1
+    fuses the 1/8 skip without upsampling, blocks 2 and 3 upsample ×2 and fuse the 1/4 and 1/2
+    skips, and
     block 4 upsamples to full resolution. The head, a 3×3 conv ``flow_head`` to 2 channels,
     predicts a dense flow *residual* that is added to GMFlow's convex-upsampled flow. The head
     starts at zero, so an untrained decoder leaves GMFlow's flow unchanged.

@@ -25,7 +25,7 @@ from typing import Iterator, Optional
 import numpy as np
 import torch
 
-from .errors import ConfigError
+from ..options import ConfigError
 
 __all__ = ["MAX_PIXELS", "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "Frame", "read_frames",
            "declared_pixels"]

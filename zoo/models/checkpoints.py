@@ -14,8 +14,7 @@ import torch
 
 from profiling.files import file_problem
 
-from .errors import ConfigError
-from .options import Boolean, check_value
+from ..options import Boolean, ConfigError, check_value
 
 __all__ = ["load_checkpoint", "read_state_dict", "file_sha256", "check_named_hash"]
 

@@ -8,8 +8,8 @@ from torchvision.models.detection.faster_rcnn import FasterRCNN
 
 from profiling import StageCall, stage
 
+from zoo.options import ConfigError
 from ...base import ZooModel
-from ...errors import ConfigError
 
 __all__ = ["StagedFasterRCNN", "SEED_LOG_LABELS"]
 

@@ -8,9 +8,8 @@ import torch
 from torch import nn
 
 from profiling import stage
-from zoo.base import ZooModel
-from zoo.errors import ConfigError
-from zoo.options import check_minimum
+from zoo.options import ConfigError, check_minimum
+from ...base import ZooModel
 
 from .blocks import BNReluConv
 from .ladder import LadderDecoder
@@ -118,7 +117,7 @@ class SwiftNet(ZooModel):
 
     def adapt_state_dict(self, state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Adapt a 3-channel checkpoint to ``in_channels``: the first convolution with
-        :func:`~zoo.base.sum_input_channels`; each normalisation buffer becomes, in every
+        :func:`~zoo.models.base.sum_input_channels`; each normalisation buffer becomes, in every
         channel, the mean of the checkpoint's channels (one grey level for all channels)."""
         state_dict = dict(super().adapt_state_dict(state_dict))
         for name in ("img_mean", "img_std"):

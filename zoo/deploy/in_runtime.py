@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
-from .errors import ConfigError
+from ..options import ConfigError
 
 __all__ = ["check_runtime", "profile_in_runtime", "int8_metric", "runtime_coverage_hint",
            "export_identity", "EXPORT_FOLDER"]
@@ -85,7 +85,7 @@ def _label_agreement(name: str, reference: Any, got: Any) -> dict[str, float]:
 
 def int8_metric(metric: Optional[str], reference: Any, outputs: Sequence[Any]
                 ) -> dict[str, float]:
-    """The task metric the model declares (:attr:`zoo.base.ZooModel.int8_task_metric`)
+    """The task metric the model declares (:attr:`zoo.models.ZooModel.int8_task_metric`)
     between the float32 output and the int8 runtime's: ``top1_agreement`` for a classifier's
     logits ``[B, classes]``, ``pixel_agreement`` of the labels for a segmentation's logits
     ``[B, classes, H, W]`` (the first output: torchvision's ``{"out": ...}``),

@@ -1,10 +1,10 @@
 """Real images as input: ``input.images=[PATH, ...]``, a folder, or the shipped ``sample``.
 
-Files are read by :mod:`zoo.image_files` (PNG, JPEG, GIF, WebP, AVIF, HEIC, TIFF, 8 or 16 bits;
+Files are read by :mod:`.image_files` (PNG, JPEG, GIF, WebP, AVIF, HEIC, TIFF, 8 or 16 bits;
 an animated GIF or a multi-page TIFF is a sequence of frames; other video files where this
 torchvision can read them; the header checked against ``input.max_pixels`` first). A folder gives its
 image and video files sorted by name. The batch takes the frames in order, one group of frames
-per item (one image, a pair, a clip of ``T``: :mod:`zoo.inputs`), cycling back to the first
+per item (one image, a pair, a clip of ``T``: :mod:`zoo.inputs.kinds`), cycling back to the first
 when there are too few. Each frame is converted as the model expects, by one stated rule:
 
 1. channels: an alpha channel is dropped; a grey image is repeated into every channel; a
@@ -29,15 +29,15 @@ import torch.nn.functional as F
 
 from profiling.files import file_problem
 
-from .errors import ConfigError
+from ..options import ConfigError
 from .image_files import IMAGE_SUFFIXES, MAX_PIXELS, VIDEO_SUFFIXES, read_frames
-from .inputs import arrange_frames, frames_per_item
+from .kinds import arrange_frames, frames_per_item
 
 __all__ = ["SAMPLE_DIR", "SAMPLE_FILES", "image_inputs", "resolve_image_files", "read_frames",
            "convert_channels", "fit_size", "LUMA"]
 
 #: The shipped sample (see its README.md for sources and licences).
-SAMPLE_DIR = Path(__file__).resolve().parent / "data" / "sample"
+SAMPLE_DIR = Path(__file__).resolve().parent / "sample"
 #: ``input.images=sample``: the files each input kind takes.
 SAMPLE_FILES = {
     "image": ("coffee.jpg",),
@@ -188,7 +188,7 @@ def _resized_note(frames: Sequence[Any], size: Sequence[int]) -> Optional[str]:
 
 
 def _shown(source: str) -> str:
-    """A sample file by its name under ``zoo/data/sample``; others as given."""
+    """A sample file by its name under ``zoo/inputs/sample``; others as given."""
     try:
         return "sample/" + str(Path(source).relative_to(SAMPLE_DIR))
     except ValueError:

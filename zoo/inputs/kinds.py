@@ -1,6 +1,6 @@
 """Inputs that follow the model: one image batch, a list of images, an image pair or a clip.
 
-A zoo model says what its ``forward`` takes through :attr:`zoo.base.ZooModel.input_kind`:
+A zoo model says what its ``forward`` takes through :attr:`zoo.models.ZooModel.input_kind`:
 
 - ``"image"``: one ``[B, C, H, W]`` batch (classification, segmentation, the zoo's Faster R-CNN);
 - ``"image_list"``: a list of ``B`` images ``[C, H, W]`` (torchvision's detection models);
@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import torch
 
-from .errors import ConfigError
+from ..options import ConfigError
 
 __all__ = ["INPUT_KINDS", "frames_per_item", "arrange_frames", "check_frames"]
 

@@ -1,0 +1,7 @@
+"""The zoo's models. Importing this package imports, and so registers, every module in it."""
+
+import importlib
+import pkgutil
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
