@@ -62,14 +62,15 @@ def test_a_comparison_says_what_each_side_executed():
 @pytest.mark.parametrize("side, line", [
     ("run.runtime=tensorrt", "error: --run B: run.runtime='tensorrt' is not accepted; "
                              "accepted: one of torch, onnxruntime, openvino"),
-    ("run.runtime=onnxruntime", "error: --run B: run.runtime=onnxruntime needs onnxruntime, "
+    ("run.runtime=onnxruntime", "error: --run B: run.runtime=onnxruntime needs onnx, "
                                 "which is not installed; install it with pip install "
                                 "'stagezoo[runtimes]'"),
 ])
 def test_an_unknown_runtime_or_a_missing_extra_is_one_line_and_exit_2(side, line, tmp_path,
                                                                        capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
+    for package in ("onnx", "onnxscript", "onnxruntime"):  # as if the extra were not installed
+        monkeypatch.setitem(sys.modules, package, None)
     outcome = run_main(compare.main, ["--run", FAST, "--run", f"{FAST} {side}",
                                       "--out", str(tmp_path / "ab")], capsys, monkeypatch)
     assert outcome.code == 2

@@ -34,6 +34,7 @@ def counted(monkeypatch):
     monkeypatch.setattr(tool_cli, "compose_config", counting_compose)
     monkeypatch.setattr(changed_options, "compose_config", counting_compose)
     monkeypatch.setattr(zoo.options, "check_config", counting_check)
+    changed_options._defaults.cache_clear()  # what an earlier test in this process composed
     return compositions, checks
 
 
