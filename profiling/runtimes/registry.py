@@ -12,6 +12,7 @@ each runs, the packages to install, the app's checks) reads them from here;
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from pathlib import Path
 from typing import Any, ClassVar, Optional, Protocol, Sequence, TypeVar
 
@@ -21,8 +22,9 @@ __all__ = ["Executor", "ExecutorSession", "register_executor", "registered_execu
            "executor"]
 
 _EXECUTORS: dict[str, type["Executor"]] = {}
-#: The modules of the executors that ship with the package (imported on first look-up).
-_BUILT_IN = ("onnxruntime_backend", "openvino_backend")
+#: How the modules of this package that hold an executor end (imported on first look-up, so
+#: that a new runtime is one file: ``tensorrt_backend.py``).
+_MODULE_SUFFIX = "_backend"
 
 
 class ExecutorSession(Protocol):
@@ -122,8 +124,11 @@ def register_executor(cls: ExecutorType) -> ExecutorType:
 
 
 def registered_executors() -> dict[str, type[Executor]]:
-    """Every registered executor class by name, the built-in ones first."""
-    order = [importlib.import_module(f".{module}", __package__).__name__ for module in _BUILT_IN]
+    """Every registered executor class by name: those of this package's ``*_backend``
+    modules first (by module name), then the others in the order they were registered."""
+    found = sorted(module.name for module in pkgutil.iter_modules([str(Path(__file__).parent)])
+                   if module.name.endswith(_MODULE_SUFFIX))
+    order = [importlib.import_module(f".{name}", __package__).__name__ for name in found]
 
     def rank(name: str) -> int:
         module = _EXECUTORS[name].__module__
