@@ -119,3 +119,14 @@ def test_an_executor_registered_later_is_an_accepted_run_runtime(monkeypatch):
     assert SCHEMA["run.runtime"].ok("toy")
     assert SCHEMA["run.runtime"].accepts == "one of torch, onnxruntime, openvino, toy"
     assert missing_packages("toy") == []
+
+
+@pytest.mark.parametrize("path, line", [("configs/profile.yaml", "runtime: torch"),
+                                        ("configs/hydra/help/zoo.yaml", "run.runtime=NAME")])
+def test_the_accepted_runtimes_the_configs_list_are_the_registered_ones(path, line):
+    from pathlib import Path
+
+    text = next(row for row in (Path(__file__).parents[1] / path).read_text().splitlines()
+                if line in row)
+    names = ["torch", *registered_executors()]
+    assert f"{', '.join(names[:-1])} or {names[-1]}" in text

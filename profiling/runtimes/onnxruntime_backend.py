@@ -69,16 +69,21 @@ class OnnxRuntimeBackend:
             lowest latency for one session alone); off where two sessions, or a session and
             PyTorch, take turns on the same cores, so that one's spinning threads do not slow
             the other.
+        fused: let ONNX Runtime optimise the graph (fuse nodes, its default); off, each
+            exported node runs as it is.
+        name: the executor's name, as :meth:`describe` gives it.
     """
 
-    name = "onnxruntime"
-
     def __init__(self, path: Path, workdir: Path, *, provider: str = "CPUExecutionProvider",
-                 profile: bool = True, spinning: bool = True) -> None:
+                 profile: bool = True, spinning: bool = True, fused: bool = True,
+                 name: str = "onnxruntime") -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.log_severity_level = _FATAL  # an error reaches the caller as the exception
+        if not fused:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        self.name = name
         if not spinning:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if profile:
