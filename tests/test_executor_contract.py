@@ -130,3 +130,33 @@ def test_the_accepted_runtimes_the_configs_list_are_the_registered_ones(path, li
                 if line in row)
     names = ["torch", *registered_executors()]
     assert f"{', '.join(names[:-1])} or {names[-1]}" in text
+
+
+def test_a_session_is_timed_by_the_runners_loop_with_automatic_repeats():
+    """Runtime forwards stop as PyTorch's do (profiling.runner.repeats): at the minimum of
+    automatic repeats on quiet data, the warm-up untimed, the counters read after each."""
+    from profiling.runtimes.backends import time_session
+    from profiling.statistics import AutoRepeats
+
+    now = [0]
+    calls = []
+
+    class Session:
+        def run(self, feeds):
+            now[0] += 10_000_000  # 10 ms a forward
+            calls.append("run")
+            return [feeds[0] * 2]
+
+        def record(self):
+            calls.append("record")
+
+    progress = []
+    forward_ms, outputs, noise = time_session(
+        Session(), [np.ones(2)], warmup=1, repeats=AutoRepeats(0.02, 60.0, 4),
+        progress=lambda *step: progress.append(step), clock=lambda: now[0])
+    assert forward_ms == [10.0] * 4 and outputs[0].tolist() == [2.0, 2.0]
+    assert calls == ["run", "record"] * 5
+    auto = noise["auto_repeats"]
+    assert (auto["stopped_by"], auto["repeats"], auto["elapsed_s"]) == ("target", 4, 0.04)
+    assert progress == [("warmup", 1, 5), ("repeats", 2, 5), ("repeats", 3, 5),
+                        ("repeats", 4, 5), ("repeats", 5, 5)]

@@ -60,22 +60,23 @@ def quantise(runtime: str, exported: ExportedModel, workdir: Path,
 
 def time_session(session: ExecutorSession, feeds: Sequence[np.ndarray], warmup: int,
                  repeats: Union[int, AutoRepeats],
-                 progress: Optional[Callable[[str, int, int], None]] = None
+                 progress: Optional[Callable[[str, int, int], None]] = None,
+                 clock: Callable[[], int] = perf_counter_ns
                  ) -> tuple[list[float], list[np.ndarray], dict[str, Any]]:
     """Time ``session.run(feeds)`` in the runner's one loop
     (:func:`~profiling.runner.repeats.timed_repeats`): the timed runs' wall times in ms, the
     last run's outputs, and the noise verdict. The session's counters are read after each
-    run (``record``), outside its clock."""
+    run (``record``), outside its clock (``clock``: integer nanoseconds; tests pass a fake)."""
     outputs: list[np.ndarray] = []
 
     def step(_: int) -> int:
-        start = perf_counter_ns()
+        start = clock()
         outputs[:] = session.run(feeds)
-        stop = perf_counter_ns()
+        stop = clock()
         session.record()
         return stop - start
 
-    forward_ms, noise = timed_repeats(step, warmup, repeats, progress=progress)
+    forward_ms, noise = timed_repeats(step, warmup, repeats, clock, progress)
     return forward_ms, list(outputs), noise
 
 
