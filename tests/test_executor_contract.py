@@ -160,3 +160,26 @@ def test_a_session_is_timed_by_the_runners_loop_with_automatic_repeats():
     assert (auto["stopped_by"], auto["repeats"], auto["elapsed_s"]) == ("target", 4, 0.04)
     assert progress == [("warmup", 1, 5), ("repeats", 2, 5), ("repeats", 3, 5),
                         ("repeats", 4, 5), ("repeats", 5, 5)]
+
+
+def test_the_app_refuses_a_device_or_dtype_the_executor_does_not_declare(monkeypatch):
+    from zoo.deploy import Deployment
+    from zoo.errors import ConfigError
+    from zoo.runtime import check_runtime
+
+    with pytest.raises(ConfigError, match=r"^run.runtime=openvino runs on device=cpu here; use "
+                                          r"device=cpu or run.runtime=onnxruntime for "
+                                          r"device=cuda$"):
+        check_runtime(Deployment(runtime="openvino"), torch.device("cuda"))
+    with pytest.raises(ConfigError, match=r"^run.runtime=onnxruntime runs run.dtype=float32 or "
+                                          r"int8, got run.dtype=bfloat16; "):
+        check_runtime(Deployment(runtime="onnxruntime", dtype="bfloat16"), torch.device("cpu"))
+    monkeypatch.setattr(registry, "_EXECUTORS", dict(registry._EXECUTORS))
+
+    @register_executor
+    class Quantising(Executor):
+        name, dtypes, quantiser = "quantising", ("float32", "int8"), "a toy quantiser"
+
+    with pytest.raises(ConfigError, match="add run.runtime=onnxruntime or run.runtime=openvino "
+                                          "or run.runtime=quantising "):
+        check_runtime(Deployment(dtype="int8"), torch.device("cpu"))

@@ -52,11 +52,11 @@ def check_runtime(deployment: Any, device: torch.device) -> None:
                           f"runs the exported model; set run.{used[0]}=false")
     require_runtime(runtime, deployment.dtype, f"run.runtime={runtime}")
     if device.type not in chosen.devices:
-        others = [f"run.runtime={name}" for name, cls in registered_executors().items()
-                  if device.type in cls.devices]
+        others = " or ".join(f"run.runtime={name}" for name, cls in
+                             registered_executors().items() if device.type in cls.devices)
         raise ConfigError(f"run.runtime={runtime} runs on device={' or '.join(chosen.devices)} "
                           f"here; use device={chosen.devices[0]}"
-                          + (f" or {' or '.join(others)} for the GPU" if others else ""))
+                          + (f" or {others} for device={device.type}" if others else ""))
     if device.type == "cuda" and deployment.dtype == "int8":
         raise ConfigError("run.dtype=int8 runs on device=cpu here (the quantised operators are "
                           "CPU kernels); use device=cpu")
