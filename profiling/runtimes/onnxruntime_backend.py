@@ -39,18 +39,22 @@ class OnnxRuntimeExecutor(Executor):
     quantiser = "ONNX Runtime's quantiser"
 
     def check_device(self, device_type: str) -> None:
-        """Refuse ``cuda`` where this ONNX Runtime lacks CUDA's provider (:func:`default_provider`)."""
+        """Refuse ``cuda`` where this ONNX Runtime lacks CUDA's provider
+        (:func:`default_provider`)."""
         super().check_device(device_type)
         default_provider(device_type)
 
     def open(self, model_file: Path, workdir: Path, device_type: str, *, profile: bool = True,
              dtype: str = "float32", quantised: Any = None,
              spinning: bool = True) -> "OnnxRuntimeBackend":
+        """A session on ``device_type``'s provider; the file says the precision (float32, or
+        the quantiser's QDQ operators for int8)."""
         return OnnxRuntimeBackend(model_file, workdir, provider=default_provider(device_type),
                                   profile=profile, spinning=spinning)
 
     def quantise(self, model_file: Path, input_names: Sequence[str], workdir: Path,
                  calibration: Sequence[Sequence[np.ndarray]]) -> tuple[Path, Any, set[str]]:
+        """The QDQ model written next to the others in ``workdir``."""
         from .quantize import quantize_onnxruntime
 
         target = workdir / f"{model_file.stem}.int8.onnx"

@@ -74,12 +74,14 @@ class OpenVinoExecutor(Executor):
     def open(self, model_file: Path, workdir: Path, device_type: str, *, profile: bool = True,
              dtype: str = "float32", quantised: Any = None,
              spinning: bool = True) -> "OpenVinoBackend":
-        # int8 keeps the operators it does not quantise in float32, never OpenVINO's default
+        """A compiled model on the CPU plugin, its floating operators in ``dtype`` (int8
+        keeps those it does not quantise in float32), never in OpenVINO's default."""
         return OpenVinoBackend(quantised if quantised is not None else model_file,
                                profile=profile, precision="float32" if dtype == "int8" else dtype)
 
     def quantise(self, model_file: Path, input_names: Sequence[str], workdir: Path,
                  calibration: Sequence[Sequence[np.ndarray]]) -> tuple[Path, Any, set[str]]:
+        """NNCF's ``openvino.Model``, which :meth:`open` takes in place of the file."""
         from .quantize import quantize_nncf
 
         model, quantised = quantize_nncf(model_file, calibration)
