@@ -129,17 +129,21 @@ def _check_transcript(block: Block, monkeypatch, capsys, where: str) -> None:
 
 
 def _forget_registrations(monkeypatch) -> None:
-    """What an example registers (a model, a collector, a count formula, a tool) is forgotten after its
-    file, so that the other tests see the registries as the packages fill them."""
+    """What an example registers (a model, a collector, a count formula, a tool, an
+    executor) is forgotten after its file, so that the other tests see the registries as the
+    packages fill them."""
     import profiling.collectors.registry as collectors
     import profiling.counting.registry as formulas
+    import profiling.runtimes.registry as executors
     import zoo.models.registry as models
     import zoo.tools.registry as tools
 
     zoo.list_models()  # the zoo's own models are registered before the copy
     tools.registered_tools()
+    executors.registered_executors()  # the built-in executors too
     for module, names in ((models, ("_BUILDERS", "_REGISTRATIONS")), (tools, ("_TOOLS",)),
-                          (collectors, ("_COLLECTORS", "_ALIASES")), (formulas, ("_FORMULAS",))):
+                          (collectors, ("_COLLECTORS", "_ALIASES")), (formulas, ("_FORMULAS",)),
+                          (executors, ("_EXECUTORS",))):
         for name in names:
             monkeypatch.setattr(module, name, dict(getattr(module, name)))
 

@@ -18,11 +18,11 @@ from ..stages.guards import (FreshInputs, call_model, check_collector_devices,
                              check_collectors_argument, check_inputs, check_mode,
                              fresh_copy)
 from ..stages.model_state import ModelState
-from ..statistics.noise import machine_state, noise_report
 from ..stages.payload import device_type_of
 from ..stages.session import Session
 from ..stages.markers import StageCall
-from ..statistics.intervals import AutoRepeats, relative_half_width
+from ..statistics.intervals import AutoRepeats
+from .repeats import timed_repeats
 
 __all__ = ["ProfileResult", "profile_model", "check_run_options", "with_more_repeats"]
 
@@ -157,25 +157,6 @@ def _merge_metrics(reference: Sequence[StageCall], other: Sequence[StageCall]) -
             target.metrics.update(call.metrics)
 
 
-def _more_forwards(done: int, warmup: int, repeats: Union[int, AutoRepeats],
-                   forward_ms: Sequence[float], elapsed_s: float) -> bool:
-    """Whether the timed loop makes another forward after ``done`` (warm-up included)."""
-    if done < warmup:
-        return True
-    if isinstance(repeats, AutoRepeats):
-        return not repeats.stop_reason(forward_ms, elapsed_s)
-    return done < warmup + int(repeats)
-
-
-def _auto_record(repeats: AutoRepeats, forward_ms: Sequence[float], elapsed_s: float
-                 ) -> dict[str, Any]:
-    """What automatic repeats aimed at and reached, for ``meta.json``."""
-    return {"target_ci": repeats.target_ci, "max_time_s": repeats.max_time_s,
-            "min_repeats": repeats.min_repeats, "repeats": len(forward_ms),
-            "reached_ci": relative_half_width(forward_ms), "elapsed_s": round(elapsed_s, 3),
-            "stopped_by": repeats.stop_reason(forward_ms, elapsed_s) or "time"}
-
-
 def _untimed_passes(model: Callable, untimed: Sequence[tuple[str, list[Collector]]],
                     fresh: FreshInputs, state: ModelState, timed_model: Optional[Callable],
                     record_payload: bool, progress: Optional[Callable[[str, int, int], None]]
@@ -225,39 +206,28 @@ def _timed_forwards(forward: Callable, timing: list[Collector], fresh: FreshInpu
     (:meth:`~profiling.stages.model_state.ModelState.restore_known_changes`). So a forward
     synchronises once, after its last launch, unless it changes the model's buffers: their
     copy back is then finished by a second synchronize before the next forward's clock."""
-    forward_ms: list[float] = []
-    noise: dict[str, Any] = {}
-    before, i, started = machine_state(), 0, clock()
     idle = False  # whether the device has finished all work launched so far
+
+    def step(i: int) -> int:
+        nonlocal output, idle
+        keep = output is _NOT_YET
+        arguments, copied = _fresh_arguments(fresh, timing)
+        if copied or not idle:
+            _synchronize(device_type)
+        start = clock()
+        with timed.forward():
+            result = call_model(forward, arguments)
+            _synchronize(device_type)  # the one synchronisation of a forward
+            stop = clock()
+        fresh.done(keep)
+        if keep:
+            output = fresh_copy(result)
+        queued = state.restore() if i == 0 else state.restore_known_changes()
+        idle = not queued and not keep
+        return stop - start
+
     with Session(timing) as timed:
-        while _more_forwards(i, warmup, repeats, forward_ms, (clock() - started) / 1e9):
-            keep = output is _NOT_YET
-            arguments, copied = _fresh_arguments(fresh, timing)
-            if copied or not idle:
-                _synchronize(device_type)
-            start = clock()
-            with timed.forward():
-                result = call_model(forward, arguments)
-                _synchronize(device_type)  # the one synchronisation of a forward
-                stop = clock()
-            if i >= warmup:
-                forward_ms.append((stop - start) / 1e6)
-            else:
-                started = clock()  # the time limit counts the timed forwards only
-            fresh.done(keep)
-            if keep:
-                output = fresh_copy(result)
-            queued = state.restore() if i == 0 else state.restore_known_changes()
-            idle = not queued and not keep
-            i += 1
-            if progress:
-                planned = int(warmup) + (repeats.min_repeats if isinstance(
-                    repeats, AutoRepeats) else int(repeats))
-                progress("warmup" if i <= warmup else "repeats", i, max(i, planned))
-    if forward_ms:
-        noise = noise_report(before, machine_state(), forward_ms)
-        if isinstance(repeats, AutoRepeats):
-            noise["auto_repeats"] = _auto_record(repeats, forward_ms, (clock() - started) / 1e9)
+        forward_ms, noise = timed_repeats(step, warmup, repeats, clock, progress)
     timed_forwards = timed.forwards[int(warmup):]
     if calls is None:
         calls, events = timed_forwards[0], timed.events

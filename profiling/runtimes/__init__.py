@@ -1,4 +1,5 @@
-"""The network as an inference runtime runs it: ONNX Runtime and OpenVINO, float32 and int8.
+"""The network as an inference runtime runs it: the registered executors (ONNX Runtime and
+OpenVINO built in, :mod:`.registry`), float32 and int8.
 
 :func:`profile_runtime` gives the stage table of :func:`~profiling.runner.profile_model` (same
 stage names, payload, counts and time columns) with the times taken from the runtime's own
@@ -13,28 +14,22 @@ import importlib
 import importlib.util
 from typing import Any
 
-__all__ = ["RUNTIMES", "missing_packages", "require_runtime", "profile_runtime", "RuntimeProfile", "EXTRA",
-           "default_cache_folder", "default_provider", "make_workdir", "export_key",
-           "RUNTIME_DTYPES", "OUTPUT_SCALE_FLOOR", "judged_difference", "make_backend",
-           "INTERLEAVED_SETTINGS", "forward_timer", "tensor_feeds"]
+from .registry import Executor, executor, register_executor, registered_executors
 
-#: The runtimes, and the packages each needs (float32; int8 adds the second tuple).
-RUNTIMES = {"onnxruntime": (("onnx", "onnxscript", "onnxruntime"), ()),
-            "openvino": (("onnx", "onnxscript", "openvino"), ("nncf",))}
+__all__ = ["RUNTIMES", "missing_packages", "require_runtime", "profile_runtime", "RuntimeProfile",
+           "EXTRA", "default_cache_folder", "default_provider", "make_workdir", "export_key",
+           "RUNTIME_DTYPES", "OUTPUT_SCALE_FLOOR", "judged_difference", "Executor",
+           "register_executor", "registered_executors", "executor"]
 
 #: The optional extra that installs every runtime.
 EXTRA = "runtimes"
 
 
-def _needed(runtime: str, dtype: str) -> tuple[str, ...]:
-    needed, for_int8 = RUNTIMES[runtime]
-    return needed + (for_int8 if dtype == "int8" else ())
-
-
 def missing_packages(runtime: str, dtype: str = "float32") -> list[str]:
     """The packages that ``runtime`` needs for ``dtype`` and that are not installed (found
     without importing them: cheap enough for a test's skip marker)."""
-    return [name for name in _needed(runtime, dtype) if importlib.util.find_spec(name) is None]
+    return [name for name in executor(runtime).needed(dtype)
+            if importlib.util.find_spec(name) is None]
 
 
 def require_runtime(runtime: str, dtype: str = "float32", purpose: str = "") -> None:
@@ -44,7 +39,7 @@ def require_runtime(runtime: str, dtype: str = "float32", purpose: str = "") -> 
     ``purpose`` says what needed it (default ``runtime=NAME``)."""
     from ..errors import require_extra
 
-    for name in _needed(runtime, dtype):
+    for name in executor(runtime).needed(dtype):
         require_extra(name, EXTRA, purpose or f"runtime={runtime}")
 
 
@@ -53,7 +48,12 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(".profile", __name__), name)
     if name == "default_cache_folder":
         return getattr(importlib.import_module(".cache", __name__), name)
-    if name in ("RUNTIME_DTYPES", "OUTPUT_SCALE_FLOOR", "judged_difference"):
+    if name == "RUNTIMES":  # each registered runtime's packages: (float32, what int8 adds)
+        return {key: (cls.packages, cls.int8_packages)
+                for key, cls in registered_executors().items()}
+    if name == "RUNTIME_DTYPES":  # the dtypes each registered runtime runs
+        return {key: cls.dtypes for key, cls in registered_executors().items()}
+    if name in ("OUTPUT_SCALE_FLOOR", "judged_difference"):
         return getattr(importlib.import_module(".runtime_profile", __name__), name)
     if name == "make_backend":
         return getattr(importlib.import_module(".backends", __name__), name)

@@ -17,13 +17,48 @@ import numpy as np
 from ..errors import ProfilingError
 from .graph import load_graph
 from .main_operator import MAIN_ONNX_OPS
+from .registry import Executor, register_executor
 
-__all__ = ["OnnxRuntimeBackend", "cuda_provider_available", "default_provider"]
+__all__ = ["OnnxRuntimeExecutor", "OnnxRuntimeBackend", "cuda_provider_available",
+           "default_provider"]
 
 _KERNEL = "_kernel_time"
 _CUDA = "CUDAExecutionProvider"
 #: ONNX Runtime's log severity that prints only fatal errors (0 verbose ... 4 fatal).
 _FATAL = 4
+
+
+@register_executor
+class OnnxRuntimeExecutor(Executor):
+    """ONNX Runtime on its CPU or CUDA execution provider; int8 by its QDQ quantiser."""
+
+    name = "onnxruntime"
+    packages = ("onnx", "onnxscript", "onnxruntime")
+    devices = ("cpu", "cuda")
+    dtypes = ("float32", "int8")
+    quantiser = "ONNX Runtime's quantiser"
+
+    def check_device(self, device_type: str) -> None:
+        """Refuse ``cuda`` where this ONNX Runtime lacks CUDA's provider
+        (:func:`default_provider`)."""
+        super().check_device(device_type)
+        default_provider(device_type)
+
+    def open(self, model_file: Path, workdir: Path, device_type: str, *, profile: bool = True,
+             dtype: str = "float32", quantised: Any = None,
+             spinning: bool = True) -> "OnnxRuntimeBackend":
+        """A session on ``device_type``'s provider; the file says the precision (float32, or
+        the quantiser's QDQ operators for int8)."""
+        return OnnxRuntimeBackend(model_file, workdir, provider=default_provider(device_type),
+                                  profile=profile, spinning=spinning)
+
+    def quantise(self, model_file: Path, input_names: Sequence[str], workdir: Path,
+                 calibration: Sequence[Sequence[np.ndarray]]) -> tuple[Path, Any, set[str]]:
+        """The QDQ model written next to the others in ``workdir``."""
+        from .quantize import quantize_onnxruntime
+
+        target = workdir / f"{model_file.stem}.int8.onnx"
+        return target, None, quantize_onnxruntime(model_file, target, input_names, calibration)
 
 
 class OnnxRuntimeBackend:
@@ -38,16 +73,21 @@ class OnnxRuntimeBackend:
             lowest latency for one session alone); off where two sessions, or a session and
             PyTorch, take turns on the same cores, so that one's spinning threads do not slow
             the other.
+        fused: let ONNX Runtime optimise the graph (fuse nodes, its default); off, each
+            exported node runs as it is.
+        name: the executor's name, as :meth:`describe` gives it.
     """
 
-    name = "onnxruntime"
-
     def __init__(self, path: Path, workdir: Path, *, provider: str = "CPUExecutionProvider",
-                 profile: bool = True, spinning: bool = True) -> None:
+                 profile: bool = True, spinning: bool = True, fused: bool = True,
+                 name: str = "onnxruntime") -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.log_severity_level = _FATAL  # an error reaches the caller as the exception
+        if not fused:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        self.name = name
         if not spinning:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if profile:

@@ -24,8 +24,9 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from .main_operator import MAIN_OPENVINO_TYPES
+from .registry import Executor, register_executor
 
-__all__ = ["OpenVinoBackend", "PRECISION_HINTS", "per_inference_times"]
+__all__ = ["OpenVinoExecutor", "OpenVinoBackend", "PRECISION_HINTS", "per_inference_times"]
 
 #: The dtype a run names -> OpenVINO's ``INFERENCE_PRECISION_HINT``.
 PRECISION_HINTS = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
@@ -57,6 +58,34 @@ def per_inference_times(readings: Sequence[tuple[int, dict[str, float]]]
                       for node, mean in means.items()})
         previous = (count, means)
     return times
+
+
+@register_executor
+class OpenVinoExecutor(Executor):
+    """OpenVINO's CPU plugin, told the precision of its floating operators; int8 by NNCF."""
+
+    name = "openvino"
+    packages = ("onnx", "onnxscript", "openvino")
+    int8_packages = ("nncf",)
+    devices = ("cpu",)
+    dtypes = ("float32", "bfloat16", "int8")
+    quantiser = "NNCF"
+
+    def open(self, model_file: Path, workdir: Path, device_type: str, *, profile: bool = True,
+             dtype: str = "float32", quantised: Any = None,
+             spinning: bool = True) -> "OpenVinoBackend":
+        """A compiled model on the CPU plugin, its floating operators in ``dtype`` (int8
+        keeps those it does not quantise in float32), never in OpenVINO's default."""
+        return OpenVinoBackend(quantised if quantised is not None else model_file,
+                               profile=profile, precision="float32" if dtype == "int8" else dtype)
+
+    def quantise(self, model_file: Path, input_names: Sequence[str], workdir: Path,
+                 calibration: Sequence[Sequence[np.ndarray]]) -> tuple[Path, Any, set[str]]:
+        """NNCF's ``openvino.Model``, which :meth:`open` takes in place of the file."""
+        from .quantize import quantize_nncf
+
+        model, quantised = quantize_nncf(model_file, calibration)
+        return model_file, model, quantised
 
 
 class OpenVinoBackend:

@@ -12,6 +12,7 @@ stages plus ``other`` add up to the measured forward.
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
@@ -19,17 +20,17 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from . import require_runtime
-from ..errors import ProfilingError
 from ..runner.passes import ProfileResult, profile_model
+from ..stages.markers import StageCall
 from ..statistics.aggregate import aggregate_stages
 from ..statistics.coverage import with_other_calls
 from ..statistics.intervals import AutoRepeats
-from .backends import make_backend, quantise, runtime_failure
+from .backends import make_backend, quantise, runtime_failure, time_session
 from .cache import (BadEntry, CachedExport, discard_entry, entry_limit, expected_entry_bytes,
                     export_key, read_entry, stale_parts, usable_cache, write_entry)
 from .cache_key import input_signature
 from .export import ExportedModel, export_onnx
-from .graph import load_graph
+from .graph import OnnxGraph, load_graph
 from .hybrid import profile_parts
 from .int8_payload import quantise_call_payloads
 from .paired_speed import paired_speeds
@@ -37,9 +38,10 @@ from .parts import (Captured, capture_module_calls, export_failure, exportable_p
                     part_attach, tensor_feeds)
 from .quiet import quiet
 from .workdir import make_workdir, raise_if_disk_full
-from .runtime_profile import (RUNTIME_DTYPES, RuntimeProfile, call_paths, forward_calls,
-                              output_difference, record_output_difference, record_nodes,
-                              runtime_stage_map, timed_runs)
+from .registry import executor
+from .runtime_profile import (RuntimeProfile, call_paths, forward_calls, output_difference,
+                              record_output_difference, record_nodes, runtime_stage_map)
+from .stage_map import StageMap
 
 __all__ = ["RuntimeProfile", "profile_runtime", "output_difference"]
 #: The PyTorch passes a runtime run keeps: memory and module times would describe PyTorch.
@@ -139,9 +141,10 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
     Args:
         model: a module in eval mode whose forward is marked with stages or attached ones.
         inputs: its positional arguments.
-        runtime: ``onnxruntime`` or ``openvino``.
-        dtype: ``float32``, or ``int8`` for static post-training quantisation (ONNX Runtime's
-            QDQ quantiser, NNCF for OpenVINO).
+        runtime: a registered executor's name (:mod:`.registry`: ``onnxruntime``,
+            ``openvino``, ...).
+        dtype: one the executor runs (``dtypes``): ``float32``, or ``int8`` for static
+            post-training quantisation by its quantiser (ONNX Runtime's QDQ, NNCF for OpenVINO).
         warmup, repeats: untimed and timed inferences, as in ``profile_model``.
         collectors: the untimed PyTorch passes (payload, counts); timers are the runtime's.
         attach: extra stages attached to submodules by path.
@@ -153,11 +156,7 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
             cache's key (plain values; the zoo gives its composed model options).
         progress: called as ``progress(phase, done, total)``.
     """
-    if runtime not in ("onnxruntime", "openvino"):
-        raise ProfilingError(f"unknown runtime '{runtime}'; accepted: onnxruntime, openvino")
-    if dtype not in RUNTIME_DTYPES[runtime]:
-        raise ProfilingError(f"dtype '{dtype}' is not run by {runtime}; accepted: "
-                             f"{', '.join(RUNTIME_DTYPES[runtime])}")
+    executor(runtime, dtype)  # a one-line error for an unknown runtime or a dtype it lacks
     require_runtime(runtime, dtype)
     workdir = Path(workdir) if workdir is not None else make_workdir()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -176,50 +175,22 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
                     progress=progress)
     if entry.whole is None:
         return profile_parts(model, tuple(inputs), reference, entry, deployment, **in_parts)
-    exported = entry.whole
     feeds = tensor_feeds(inputs)
-    graph = load_graph(exported.path)
-    run_path, quantised_model, quantised = exported.path, None, set()
     try:
-        if dtype == "int8":
-            calibration_feeds = [tensor_feeds(item) for item in calibration] if calibration \
-                else [feeds]
-            with quiet():
-                run_path, quantised_model, quantised = quantise(runtime, exported, workdir,
-                                                                 calibration_feeds)
-        backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model,
-                               dtype=dtype)
+        whole = _open_whole(entry.whole, runtime, dtype, feeds, calibration, workdir,
+                            device_type)
     except Exception as error:  # noqa: BLE001  (the runtime cannot run it whole: in parts)
         entry = _exported_parts(model, tuple(inputs), attach, workdir,
                                 runtime_failure(runtime, error))
         return profile_parts(model, tuple(inputs), reference, entry, deployment, **in_parts)
-    deployment["exported_file"] = str(exported.path)
-    if run_path != exported.path:
-        deployment["quantised_file"] = str(run_path)
-    deployment.update(backend.describe())
-    forward_ms, outputs, noise = timed_runs(lambda: backend.run(feeds), warmup, repeats,
-                                            progress, after=backend.record)
-    stage_map = runtime_stage_map(exported, run_path, backend, graph)
-    node_runs = backend.node_times(warmup)
-    per_run = [stage_map.stage_times(times) for times in node_runs]
-    record_nodes(deployment, [(backend, stage_map, node_runs)])
-    calls = list(reference.calls)
-    paths = call_paths(calls)
-    metric = "cuda_time_ms" if device_type == "cuda" else "cpu_time_ms"
-    timed = [forward_calls(calls, paths, times, metric, total)
-             for (times, _), total in zip(per_run, forward_ms)]
-    mapped_ms = sum(v for times, _ in per_run for p, v in times.items() if "/" not in p)
-    node_ms = mapped_ms + sum(unmapped for _, unmapped in per_run)
-    deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None
-    # the runtime's profiler slows the forward (ONNX Runtime's by 5-20% on a CPU): profiled,
-    # unprofiled and float32 sessions timed in interleaved rounds say by how much, and are
-    # what int8 and float32 compare on
-    deployment.update(paired_speeds(runtime, run_path, exported.path, workdir, device_type,
-                                    feeds, len(forward_ms), quantised_model, dtype))
+    forward_ms, outputs, noise = time_session(whole.backend, feeds, warmup, repeats, progress)
+    timed, calls = _stage_times(whole, reference, forward_ms, warmup, device_type, deployment)
+    _unprofiled_figures(whole, deployment, runtime, dtype, feeds, forward_ms, workdir,
+                        device_type)
     if dtype == "int8":
-        quantise_call_payloads(calls, paths, exported.node_stages, graph,
-                               graph.carried_quantised(quantised))
-    record_output_difference(deployment, dtype, reference.output, outputs or [])
+        quantise_call_payloads(calls, call_paths(calls), whole.exported.node_stages,
+                               whole.graph, whole.graph.carried_quantised(whole.quantised))
+    record_output_difference(deployment, dtype, reference.output, outputs)
     counter = reference.collectors.get("op_counts")
     stages = aggregate_stages(with_other_calls(calls, counter.total.as_dict() if counter
                                                else {}), timed)
@@ -228,7 +199,76 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
                            forward_ms=forward_ms, stages=stages, output=reference.output,
                            collectors=reference.collectors, notes=list(reference.notes),
                            noise=noise)
-    return RuntimeProfile(result, deployment, exported, list(outputs or []), run_path,
-                          files=list(dict.fromkeys([exported.path, run_path])),
-                          quantised_model=quantised_model, backend=backend,
-                          stage_map=stage_map)
+    return RuntimeProfile(result, deployment, whole.exported, outputs, whole.run_path,
+                          files=list(dict.fromkeys([whole.exported.path, whole.run_path])),
+                          quantised_model=whole.quantised_model, backend=whole.backend,
+                          stage_map=whole.stage_map)
+
+
+@dataclass
+class _Whole:
+    """The whole model opened in the runtime: the exported model and its graph, the file the
+    runtime runs, the quantiser's model and the values it quantised (int8), the profiled
+    session and the map of its nodes to stages."""
+
+    exported: ExportedModel
+    graph: OnnxGraph
+    run_path: Path
+    quantised_model: Any
+    quantised: set[str]
+    backend: Any
+    stage_map: Optional[StageMap] = None
+
+
+def _open_whole(exported: ExportedModel, runtime: str, dtype: str, feeds: list,
+                calibration: Optional[Sequence[Any]], workdir: Path, device_type: str
+                ) -> _Whole:
+    """The profiled session of the whole exported model (quantised first for int8, on
+    ``calibration`` or else the run's own ``feeds``)."""
+    run_path, quantised_model, quantised = exported.path, None, set()
+    if dtype == "int8":
+        calibration_feeds = [tensor_feeds(item) for item in calibration] if calibration \
+            else [feeds]
+        with quiet():
+            run_path, quantised_model, quantised = quantise(runtime, exported, workdir,
+                                                             calibration_feeds)
+    backend = make_backend(runtime, run_path, workdir, device_type, True, quantised_model,
+                           dtype=dtype)
+    return _Whole(exported, load_graph(exported.path), run_path, quantised_model, quantised,
+                  backend)
+
+
+def _stage_times(whole: _Whole, reference: ProfileResult, forward_ms: Sequence[float],
+                 warmup: int, device_type: str, deployment: dict[str, Any]
+                 ) -> tuple[list[list[StageCall]], list[StageCall]]:
+    """Each timed forward's stage calls from the session's node times, and the reference
+    forward's calls; puts the deployment facts and the node figures in ``deployment``."""
+    exported = whole.exported
+    deployment["exported_file"] = str(exported.path)
+    if whole.run_path != exported.path:
+        deployment["quantised_file"] = str(whole.run_path)
+    deployment.update(whole.backend.describe())
+    whole.stage_map = runtime_stage_map(exported, whole.run_path, whole.backend, whole.graph)
+    node_runs = whole.backend.node_times(warmup)
+    per_run = [whole.stage_map.stage_times(times) for times in node_runs]
+    record_nodes(deployment, [(whole.backend, whole.stage_map, node_runs)])
+    calls = list(reference.calls)
+    paths = call_paths(calls)
+    metric = "cuda_time_ms" if device_type == "cuda" else "cpu_time_ms"
+    timed = [forward_calls(calls, paths, times, metric, total)
+             for (times, _), total in zip(per_run, forward_ms)]
+    mapped_ms = sum(v for times, _ in per_run for p, v in times.items() if "/" not in p)
+    node_ms = mapped_ms + sum(unmapped for _, unmapped in per_run)
+    deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None
+    return timed, calls
+
+
+def _unprofiled_figures(whole: _Whole, deployment: dict[str, Any], runtime: str, dtype: str,
+                        feeds: list, forward_ms: Sequence[float], workdir: Path,
+                        device_type: str) -> None:
+    """The runtime's profiler slows the forward (ONNX Runtime's by 5-20% on a CPU): profiled,
+    unprofiled and float32 sessions timed in interleaved rounds say by how much, and are what
+    int8 and float32 compare on (:func:`~.paired_speed.paired_speeds`)."""
+    deployment.update(paired_speeds(runtime, whole.run_path, whole.exported.path, workdir,
+                                    device_type, feeds, len(forward_ms), whole.quantised_model,
+                                    dtype))

@@ -1,12 +1,11 @@
 """What a runtime run gives back, and the steps the whole-model and the parts paths share:
-timing repeated inferences, mapping a runtime's node names to stage paths, comparing outputs."""
+mapping a runtime's node names to stage paths, comparing outputs."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
@@ -15,20 +14,14 @@ from torch.utils._pytree import tree_flatten
 from ..runner.passes import ProfileResult
 from ..stages.markers import StageCall
 from ..statistics.coverage import OTHER, with_other_calls
-from ..statistics.intervals import AutoRepeats
-from ..statistics.noise import machine_state, noise_report
 from .export import ExportedModel
 from .graph import OnnxGraph, load_graph
 from .stage_map import StageMap
 
 __all__ = ["RuntimeProfile", "call_paths", "output_difference", "record_output_difference",
-           "runtime_stage_map", "timed_runs", "forward_calls", "precision_shares", "RUNTIME_DTYPES",
+           "runtime_stage_map", "forward_calls", "precision_shares",
            "record_nodes", "judged_difference", "OUTPUT_SCALE_FLOOR"]
 
-#: The dtypes each runtime runs: ``float32`` executes float32 (OpenVINO told so: its CPU
-#: default is bfloat16 where the CPU has it), OpenVINO's bfloat16 is a choice of its own.
-RUNTIME_DTYPES = {"onnxruntime": ("float32", "int8"),
-                  "openvino": ("float32", "bfloat16", "int8")}
 #: Below this many ms an ``other`` value is floating-point round-off of a difference.
 _ROUND_OFF_MS = 1e-9
 
@@ -175,15 +168,6 @@ def record_output_difference(deployment: dict[str, Any], dtype: str, reference: 
     deployment[key] = output_difference(reference, outputs)
 
 
-def _more(done: int, warmup: int, repeats: Union[int, AutoRepeats], forward_ms: list[float],
-          started: float) -> bool:
-    if done < warmup:
-        return True
-    if isinstance(repeats, AutoRepeats):
-        return not repeats.stop_reason(forward_ms, time.perf_counter() - started)
-    return done < warmup + int(repeats)
-
-
 def runtime_stage_map(exported: ExportedModel, run_path: Path, backend: Any,
                       graph: Optional[OnnxGraph] = None) -> StageMap:
     """The :class:`StageMap` of the nodes ``backend`` runs from ``run_path`` (the exported
@@ -199,30 +183,3 @@ def runtime_stage_map(exported: ExportedModel, run_path: Path, backend: Any,
     return StageMap(node_stages, graph.producers, aliases=backend.aliases(),
                     input_readers=readers, neighbours=backend.neighbours(), structure=graph,
                     main_nodes=backend.main_nodes(), constituents=backend.constituents())
-
-
-def timed_runs(run: Callable[[], Any], warmup: int, repeats: Union[int, AutoRepeats],
-               progress: Optional[Callable[[str, int, int], None]] = None,
-               after: Optional[Callable[[], None]] = None
-               ) -> tuple[list[float], Any, dict[str, Any]]:
-    """Call ``run`` ``warmup`` times, then until ``repeats`` says stop: the timed calls' wall
-    times in ms, the last call's result, and the noise verdict of a PyTorch run
-    (:func:`~profiling.statistics.noise_report`). ``after`` is called after every call,
-    outside the timed span (where a runtime's counters are read)."""
-    forward_ms, outputs, done, started = [], None, 0, time.perf_counter()
-    before = machine_state()
-    while _more(done, warmup, repeats, forward_ms, started):
-        start = time.perf_counter_ns()
-        outputs = run()
-        stop = time.perf_counter_ns()
-        if after is not None:
-            after()
-        if done >= warmup:
-            forward_ms.append((stop - start) / 1e6)
-        else:
-            started = time.perf_counter()
-        done += 1
-        if progress:
-            progress("repeats" if done > warmup else "warmup", done, done)
-    noise = noise_report(before, machine_state(), forward_ms) if forward_ms else {}
-    return forward_ms, outputs, noise

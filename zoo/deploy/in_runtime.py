@@ -25,40 +25,42 @@ EXPORT_FOLDER = "export"
 def check_runtime(deployment: Any, device: torch.device) -> None:
     """Raise a one-line :class:`ConfigError` unless ``deployment`` (a
     :class:`~zoo.deploy.Deployment`) can run in its runtime on
-    ``device`` (the runtime's packages installed, the options it takes)."""
-    from profiling.runtimes import require_runtime
-    from profiling.runtimes import RUNTIME_DTYPES
+    ``device`` (the runtime's packages installed, the options, dtypes and devices it takes,
+    as its registered executor declares them: :mod:`profiling.runtimes.registry`)."""
+    from profiling.runtimes import executor, registered_executors, require_runtime
 
     runtime = deployment.runtime
     if runtime == "torch":
         if device.type == "meta":
             return  # the analytical int8 view: nothing runs (Deployment.byte_view)
-        raise ConfigError("run.dtype=int8 needs an inference runtime that quantises the model: "
-                          "add run.runtime=onnxruntime or run.runtime=openvino "
+        quantising = [f"run.runtime={name}" for name, cls in registered_executors().items()
+                      if "int8" in cls.dtypes]
+        raise ConfigError(f"run.dtype=int8 needs an inference runtime that quantises the model: "
+                          f"add {' or '.join(quantising)} "
                           "(pip install 'stagezoo[runtimes]'), or device=meta for the "
                           "analytical int8 view")
     if device.type == "meta":
         raise ConfigError(f"run.runtime={runtime} runs the exported model and device=meta "
                           f"computes nothing; use device=cpu, or run.runtime=torch")
-    accepted = RUNTIME_DTYPES[runtime]
-    if deployment.dtype not in accepted:
-        raise ConfigError(f"run.runtime={runtime} runs run.dtype={' or '.join(accepted)}, got "
-                          f"run.dtype={deployment.dtype}; use run.runtime=torch for it")
+    chosen = executor(runtime)
+    if deployment.dtype not in chosen.dtypes:
+        raise ConfigError(f"run.runtime={runtime} runs run.dtype={' or '.join(chosen.dtypes)}, "
+                          f"got run.dtype={deployment.dtype}; use run.runtime=torch for it")
     used = [name for name in _TORCH_ONLY if getattr(deployment, name)]
     if used:
         raise ConfigError(f"run.{used[0]}=true is a PyTorch option and run.runtime={runtime} "
                           f"runs the exported model; set run.{used[0]}=false")
     require_runtime(runtime, deployment.dtype, f"run.runtime={runtime}")
-    if device.type == "cuda" and runtime == "openvino":
-        raise ConfigError("run.runtime=openvino runs on device=cpu here; use device=cpu or "
-                          "run.runtime=onnxruntime for the GPU")
+    if device.type not in chosen.devices:
+        others = " or ".join(f"run.runtime={name}" for name, cls in
+                             registered_executors().items() if device.type in cls.devices)
+        raise ConfigError(f"run.runtime={runtime} runs on device={' or '.join(chosen.devices)} "
+                          f"here; use device={chosen.devices[0]}"
+                          + (f" or {others} for device={device.type}" if others else ""))
     if device.type == "cuda" and deployment.dtype == "int8":
         raise ConfigError("run.dtype=int8 runs on device=cpu here (the quantised operators are "
                           "CPU kernels); use device=cpu")
-    if runtime == "onnxruntime":  # before the model is built: a GPU run needs CUDA's provider
-        from profiling.runtimes import default_provider
-
-        default_provider(device.type)
+    chosen.check_device(device.type)  # before the model is built: a GPU needs its provider
 
 
 def _label_agreement(name: str, reference: Any, got: Any) -> dict[str, float]:

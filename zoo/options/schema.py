@@ -141,6 +141,36 @@ class Choice(Checker):
         return any(type(value) is type(v) and value == v for v in self.values)
 
 
+def _runtime_names() -> tuple[str, ...]:
+    from profiling.runtimes import registered_executors
+
+    return tuple(registered_executors())
+
+
+#: The registries a :class:`Registered` option names, each read when an option is checked.
+_REGISTRIES: dict[str, Callable[[], tuple[str, ...]]] = {"runtimes": _runtime_names}
+
+
+@dataclass(frozen=True)
+class Registered(Checker):
+    """One of ``fixed`` or of the names a registry holds when the value is checked (so that
+    a plugin registered after import is accepted): ``registry`` keys :data:`_REGISTRIES`."""
+
+    fixed: tuple[str, ...]
+    registry: str
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        return (*self.fixed, *_REGISTRIES[self.registry]())
+
+    @property
+    def accepts(self) -> str:  # type: ignore[override]
+        return Choice(self.values).accepts
+
+    def ok(self, value: Any) -> bool:
+        return Choice(self.values).ok(value)
+
+
 @dataclass(frozen=True)
 class ListOf(Checker):
     """A list (or tuple) of items of one kind, of ``length`` items if given, never empty;
@@ -317,7 +347,7 @@ SCHEMA: dict[str, Checker] = {
     "run.overwrite": Boolean(),
     # the network as deployed (zoo/deploy/deployment.py)
     "run.dtype": Choice(("float32", "float16", "bfloat16", "int8")),  # int8: with a runtime
-    "run.runtime": Choice(("torch", "onnxruntime", "openvino")),  # zoo/deploy/in_runtime.py
+    "run.runtime": Registered(("torch",), "runtimes"),  # the executors: zoo/deploy/in_runtime.py
     "run.export_cache": Boolean(),  # keep runtime exports across runs (docs/runtimes.md)
     "run.autocast": Boolean(),
     "run.channels_last": Boolean(),
