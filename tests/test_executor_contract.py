@@ -164,8 +164,8 @@ def test_a_session_is_timed_by_the_runners_loop_with_automatic_repeats():
 
 def test_the_app_refuses_a_device_or_dtype_the_executor_does_not_declare(monkeypatch):
     from zoo.deploy import Deployment
-    from zoo.errors import ConfigError
-    from zoo.runtime import check_runtime
+    from zoo.options import ConfigError
+    from zoo.deploy import check_runtime
 
     with pytest.raises(ConfigError, match=r"^run.runtime=openvino runs on device=cpu here; use "
                                           r"device=cpu or run.runtime=onnxruntime for "
