@@ -106,6 +106,7 @@ def test_the_registry_refuses_a_second_name_and_int8_without_a_quantiser(monkeyp
         executor("onnxruntime", "float16")
 
 
+@pytest.mark.runtimes  # the runtime's packages are checked before its name is
 def test_an_executor_registered_later_is_an_accepted_run_runtime(monkeypatch):
     from zoo.options import SCHEMA
 
@@ -162,6 +163,7 @@ def test_a_session_is_timed_by_the_runners_loop_with_automatic_repeats():
                         ("repeats", 4, 5), ("repeats", 5, 5)]
 
 
+@pytest.mark.runtimes  # the runtime's packages are checked before the device
 def test_the_app_refuses_a_device_or_dtype_the_executor_does_not_declare(monkeypatch):
     from zoo.deploy import Deployment
     from zoo.options import ConfigError

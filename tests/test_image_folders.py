@@ -14,7 +14,7 @@ import pytest
 from special_paths import KINDS as _KINDS
 from special_paths import odd_paths_in
 from zoo.options import ConfigError
-from zoo.inputs import resolve_image_files
+from zoo.inputs import SAMPLE_DIR, resolve_image_files
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def odd_paths(tmp_path) -> dict[str, Path]:
 
 def test_an_image_folder_holding_a_fifo_is_refused_not_waited_on(tmp_path, odd_paths):
     """Before: the FIFO ``a.png`` in a folder of images was opened and the run hung."""
-    shutil.copy(Path(__file__).parents[1] / "zoo" / "data" / "sample" / "chelsea_0.png",
+    shutil.copy(SAMPLE_DIR / "chelsea_0.png",
                 tmp_path / "b.png")
     os.mkfifo(tmp_path / "a.png")
     with pytest.raises(ConfigError, match=r"a\.png \(in the folder .*\) is a FIFO \(named "
