@@ -13,8 +13,7 @@ from torch import nn
 from profiling import stage
 from profiling.runtimes import missing_packages
 
-needs_onnxruntime = pytest.mark.skipif(bool(missing_packages("onnxruntime", "int8")),
-                                       reason="the runtimes extra is not installed")
+needs_onnxruntime = pytest.mark.runtimes  # skipped without the extra (conftest.py)
 ATTACH = {"encoder": "encoder", "head": "head"}
 
 

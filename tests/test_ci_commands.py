@@ -52,3 +52,16 @@ def test_ci_runs_the_readme_lines_before_it_installs_any_extra():
     extras = [i for i, line in enumerate(lines) if "pip install" in line and "runtimes" in line]
     assert extras and min(extras) > quick_tests
     assert any('-m "runtimes and not slow"' in line for line in lines[min(extras):])
+
+
+def test_the_tests_that_need_the_runtimes_extra_say_so_by_its_marker():
+    """A test skipped without the extra by its own skipif or importorskip is never run by CI's
+    `-m runtimes` stage (quick ones not at all): the marker is the one way to say it."""
+    runtime_packages = ("onnx", "onnxscript", "onnxruntime", "openvino", "nncf")
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        if path.name == Path(__file__).name:
+            continue
+        text = path.read_text()
+        for package in runtime_packages:
+            assert f'importorskip("{package}")' not in text, f"{path.name}: importorskip({package})"
+        assert "the runtimes extra is not installed" not in text, path.name

@@ -33,15 +33,14 @@ class Tiny(nn.Module):
             return s.output(torch.relu(x) * 2.0)
 
 
-EXECUTORS = [pytest.param(name, marks=pytest.mark.skipif(
-    bool(missing_packages(name)), reason=f"{name} is not installed"))
+EXECUTORS = [pytest.param(name, marks=[pytest.mark.runtimes, pytest.mark.skipif(
+    bool(missing_packages(name)), reason=f"{name} is not installed")])
     for name in registered_executors()]
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """The tiny model exported once, its input as a feed, and PyTorch's output."""
-    pytest.importorskip("onnxscript")
     from profiling.runtimes.export import export_onnx
 
     torch.manual_seed(0)

@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: A small CPU run: resnet18 on one 32x32 image, its layers' blocks as nested stages.
 RESNET = ["model=torchvision", "model.arch=resnet18", "model.stage_depth=2", "device=cpu",
           "input.size=[32,32]", "run.warmup=0", "run.repeats=2"]
-RUNTIMES = [pytest.param(runtime, dtype, marks=pytest.mark.skipif(
-    bool(missing_packages(runtime, "int8")), reason=f"{runtime} is not installed"))
+RUNTIMES = [pytest.param(runtime, dtype, marks=[pytest.mark.runtimes, pytest.mark.skipif(
+    bool(missing_packages(runtime, "int8")), reason=f"{runtime} is not installed")])
     for runtime in ("onnxruntime", "openvino") for dtype in ("float32", "int8")]
 
 

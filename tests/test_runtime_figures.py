@@ -17,10 +17,7 @@ import pytest
 
 from profiling.runtimes import missing_packages
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(bool(missing_packages("openvino") +
-                                      missing_packages("onnxruntime")),
-                                 reason="the runtimes extra is not installed")]
+pytestmark = [pytest.mark.slow, pytest.mark.runtimes]
 
 CASES = {
     "regnet_x_400mf": ["model=torchvision", "model.arch=regnet_x_400mf", "input.size=[64,64]"],

@@ -12,10 +12,8 @@ from profiling.runtimes.graph import OnnxGraph
 from profiling.runtimes.main_operator import nearest_main
 from profiling.runtimes.stage_map import StageMap
 
-needs_onnxruntime = pytest.mark.skipif(bool(missing_packages("onnxruntime")),
-                                       reason="the runtimes extra is not installed")
-needs_openvino = pytest.mark.skipif(bool(missing_packages("openvino")),
-                                    reason="the runtimes extra is not installed")
+needs_onnxruntime = pytest.mark.runtimes  # skipped without the extra (conftest.py)
+needs_openvino = pytest.mark.runtimes
 
 
 def _graph() -> OnnxGraph:

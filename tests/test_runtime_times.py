@@ -15,10 +15,8 @@ from profiling.runtimes.openvino_backend import per_inference_times
 from profiling.runtimes.runtime_profile import forward_calls, precision_shares
 from profiling.stages.markers import StageCall
 
-needs_onnxruntime = pytest.mark.skipif(bool(missing_packages("onnxruntime")),
-                                       reason="the runtimes extra is not installed")
-needs_openvino = pytest.mark.skipif(bool(missing_packages("openvino")),
-                                    reason="the runtimes extra is not installed")
+needs_onnxruntime = pytest.mark.runtimes  # skipped without the extra (conftest.py)
+needs_openvino = pytest.mark.runtimes
 
 ATTACH = {"stem": "stem", "body": "body", "head": "head"}
 

@@ -457,8 +457,8 @@ def test_a_model_the_runtime_cannot_run_whole_runs_in_parts(monkeypatch, tmp_pat
     assert (engines["conv"], engines["scale"]) == ("onnxruntime", "torch")
 
 
+@pytest.mark.runtimes
 def test_onnxruntime_on_cuda_needs_the_cuda_execution_provider(monkeypatch):
-    pytest.importorskip("onnxruntime")
     from profiling import ProfilingError
     from profiling.runtimes import default_provider
     from zoo.deploy import Deployment
