@@ -18,15 +18,12 @@ import pytest
 
 from export_cache_models import (ATTACH, Branching, Scaled, leftovers, needs_onnxruntime,
                                  output_matches, run_cached, tiny_model)
-from profiling.runtimes import missing_packages
 from profiling.runtimes.cache import MANIFEST, entry_limit, export_key, read_entry
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
     """A cache with the whole export of ``Scaled`` and the parts of ``Branching``."""
-    if missing_packages("onnxruntime", "int8"):
-        pytest.skip("the runtimes extra is not installed")
     folder = tmp_path_factory.mktemp("pristine")
     entries = {}
     for kind in (Scaled, Branching):
