@@ -11,7 +11,6 @@ import torch
 from torch import nn
 
 from profiling import stage
-from profiling.runtimes import missing_packages
 
 needs_onnxruntime = pytest.mark.runtimes  # skipped without the extra (conftest.py)
 ATTACH = {"encoder": "encoder", "head": "head"}

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from profiling.runtimes import missing_packages
 
 pytestmark = [pytest.mark.slow, pytest.mark.runtimes]
 

@@ -7,7 +7,6 @@ import pytest
 import torch
 from torch import nn
 
-from profiling.runtimes import missing_packages
 from profiling.runtimes.graph import OnnxGraph
 from profiling.runtimes.main_operator import nearest_main
 from profiling.runtimes.stage_map import StageMap

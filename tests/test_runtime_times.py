@@ -10,7 +10,6 @@ import pytest
 import torch
 from torch import nn
 
-from profiling.runtimes import missing_packages
 from profiling.runtimes.openvino_backend import per_inference_times
 from profiling.runtimes.runtime_profile import forward_calls, precision_shares
 from profiling.stages.markers import StageCall
