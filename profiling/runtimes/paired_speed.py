@@ -26,7 +26,8 @@ __all__ = ["paired_speeds", "forward_timer", "PAIRED_ROUNDS", "INTERLEAVED_SETTI
 PAIRED_ROUNDS = 10
 #: What sessions that take turns change from the runtime's defaults (``meta.json`` says so):
 #: ONNX Runtime's idle intra-op threads spin after a run by default, into the forward of the
-#: session (or PyTorch model) that runs next on the same cores.
+#: session (or PyTorch model) that runs next on the same cores. A runtime not named changes
+#: nothing (an executor registered elsewhere: its sessions run as its defaults say).
 INTERLEAVED_SETTINGS = {"onnxruntime": {"session.intra_op.allow_spinning": "0"},
                         "openvino": {}}
 
@@ -60,7 +61,7 @@ def paired_speeds(runtime: str, run_path: Path, float_path: Path, workdir: Path,
     profiled, plain = times[0], times[1]
     figures: dict[str, Any] = {"unprofiled_forward_ms_median": float(np.median(plain)),
                                "profiler_overhead": ratio_entry(plain, profiled),
-                               "paired_session_settings": INTERLEAVED_SETTINGS[runtime]}
+                               "paired_session_settings": INTERLEAVED_SETTINGS.get(runtime, {})}
     if dtype == "int8":
         figures["float32_forward_ms_median"] = float(np.median(times[2]))
         figures["int8_speedup"] = ratio_entry(plain, times[2])

@@ -58,7 +58,7 @@ def _with_forwards(first: JobResult, forward_ms: list[float], noise: dict) -> Jo
     if first.runtime is not None:
         from profiling.runtimes import INTERLEAVED_SETTINGS
 
-        deployed["ab_session_settings"] = INTERLEAVED_SETTINGS[deployed["runtime"]]
+        deployed["ab_session_settings"] = INTERLEAVED_SETTINGS.get(deployed["runtime"], {})
     return replace(first, profile=profile, totals=replace(first.totals, forward_ms=forward_ms),
                    deployed=deployed)
 
