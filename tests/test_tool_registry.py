@@ -61,3 +61,13 @@ def test_a_name_registered_by_two_functions_is_refused(monkeypatch):
 
     with pytest.raises(RuntimeError, match="tool 'test_tool_twice' is registered twice"):
         register_tool("test_tool_twice", "a test")(other)
+
+
+def test_stagezoo_returns_no_tool_result_as_its_exit_status(tmp_path, monkeypatch, capsys):
+    """The console script runs ``sys.exit(main())``: a tool's returned object (calibrate's
+    Ceilings) printed its repr and exited 1 after a successful run."""
+    from zoo.__main__ import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", "--seconds", "0.05", "--size", "64", "--megabytes", "1"]) is None
+    assert "copy bandwidth" in capsys.readouterr().out

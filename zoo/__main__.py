@@ -63,9 +63,9 @@ def usage(program: str = "stagezoo") -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> Any:
-    """Run the tool named by the first argument with the others (exit 2 for an unknown one),
-    and return what its ``main`` returns."""
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    """Run the tool named by the first argument with the others (exit 2 for an unknown one).
+    Nothing is returned: the console script exits with what this returns."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     program = "stagezoo"
     if arguments[:1] in (["-h"], ["--help"], ["help"]):
@@ -84,7 +84,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Any:
     from .tools.registry import registered_tools
 
     sys.argv = [f"{program} {tool}", *rest]
-    return registered_tools()[tool].main()
+    registered_tools()[tool].main()  # its result is not the exit status: the console script
+    return None                      # exits with what main returns (a Ceilings was exit 1)
 
 
 if __name__ == "__main__":
