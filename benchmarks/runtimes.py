@@ -43,7 +43,7 @@ MODELS = {"resnet18": ["model=torchvision", "model.arch=resnet18", "input.size=[
           "swiftnet": ["model=swiftnet", "input.size=[256,512]"],
           "gmflow": ["model=gmflow", "input.size=[128,128]"]}
 VARIANTS = [("onnxruntime", "float32"), ("onnxruntime", "int8"), ("openvino", "float32"),
-            ("openvino", "int8")]
+            ("openvino", "bfloat16"), ("openvino", "int8")]
 
 
 def _median_ms(run, repeats: int, warmup: int = 2) -> float:
@@ -154,7 +154,7 @@ def main() -> None:
         rows = [row for name in args.models
                 for row in _model_row(name, _with_size(MODELS[name], size), args.repeats,
                                      Path(root))]
-    table = _table(rows, machine)
+    table = _table(rows, f"{machine}, {os.getloadavg()[0]:.1f} at the end")
     print(table)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
