@@ -132,24 +132,23 @@ def _speed_notes(info: dict[str, Any]) -> list[str]:
     notes = []
     speedup, overhead = (ratio_value(info.get(key)) for key in ("int8_speedup",
                                                                "profiler_overhead"))
+    # Only ratios are quoted: the paired rounds' absolute times come from sessions taking turns
+    # (each forward after another session's, caches cold, spinning off), not the run's regime.
     if speedup is not None and speedup < 1:
-        notes.append(f"int8 is slower than float32 in {info['runtime']} here: "
-                     f"{info['float32_forward_ms_median']:.3g} ms in float32, "
-                     f"{1 / speedup:.2f}x that in int8 (the quantised operators this CPU runs "
-                     f"fast decide it; see docs/runtimes.md)"
+        notes.append(f"int8 is slower than float32 in {info['runtime']} here: the int8 forward "
+                     f"took {1 / speedup:.2f}x the float32 one (the quantised operators this "
+                     f"CPU runs fast decide it; see docs/runtimes.md)"
                      + _interval_text(info.get("int8_speedup"), "float32/int8"))
     if overhead is not None and overhead > PROFILER_OVERHEAD_NOTED:
-        notes.append(f"{info['runtime']}'s profiler made the forward {overhead - 1:.0%} slower "
-                     f"here ({info['unprofiled_forward_ms_median']:.3g} ms with it off): the "
-                     f"stage times and the total are the profiled ones, the unprofiled forward "
-                     f"is meta.json's deployment.unprofiled_forward_ms_median "
-                     f"(docs/runtimes.md)" + _interval_text(info.get("profiler_overhead"),
-                                                           "profiled/unprofiled"))
+        notes.append(f"{info['runtime']}'s profiler made the forward {overhead:.2f}x slower "
+                     f"here: the stage times and the total are the profiled ones, and the "
+                     f"forward as deployed takes about {1 / overhead:.0%} of the total "
+                     f"(docs/runtimes.md#speed-and-overhead)"
+                     + _interval_text(info.get("profiler_overhead"), "profiled/unprofiled"))
     elif overhead is not None and overhead < PROFILER_OVERHEAD_NOISE:
-        notes.append(f"the forward timed with {info['runtime']}'s profiler off "
-                     f"({info['unprofiled_forward_ms_median']:.3g} ms) was {1 / overhead:.2f}x "
-                     f"the profiled one: this machine's timing noise exceeds the profiler's "
-                     f"cost, so deployment."
+        notes.append(f"the forward timed with {info['runtime']}'s profiler off was "
+                     f"{1 / overhead:.2f}x the profiled one: this machine's timing noise "
+                     f"exceeds the profiler's cost, so deployment."
                      + ("profiler_overhead and int8_speedup are no reliable figures"
                         if speedup is not None else "profiler_overhead is no reliable figure")
                      + " on this run (more run.repeats, or a quieter machine)")
