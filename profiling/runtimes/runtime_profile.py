@@ -60,7 +60,8 @@ def forward_calls(calls: Sequence[StageCall], paths: Mapping[int, str],
                   times: Mapping[str, float], metric: str, total: float) -> list[StageCall]:
     """One forward's stage calls, each with its time ``times[path]`` (0 when absent) under
     ``metric``, and the ``other`` rows that make each level add up to ``total``; an
-    ``other`` that is round-off of the difference (within 1e-9 ms of 0) is written as 0."""
+    ``other`` that is round-off of the difference (within :data:`_ROUND_OFF_MS` of 0) is
+    written as 0."""
     copies = []
     for call in calls:
         if call.kind == "stage":
