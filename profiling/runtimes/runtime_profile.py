@@ -98,8 +98,8 @@ def record_nodes(deployment: dict[str, Any],
     (``node_precisions``), the share of node time in each (``executed_precision``) and the
     runtime nodes that span a stage boundary (``nodes_across_stages``: each counts to its
     main operator's stage) and how far one forward's node times, added up, can be off by the
-    runtime's rounding (``node_time_rounding_ms``), from each session: a backend, its stage map and its node times
-    per forward."""
+    runtime's rounding (``node_time_rounding_ms``), from each session: a backend, its stage
+    map and its node times per forward."""
     precisions: dict[str, str] = {}
     node_runs: list[Mapping[str, float]] = []
     across: list[str] = []
