@@ -4,8 +4,8 @@
 The change is exact and lives in one stage: a ViT-Tiny (timm) at 96x96 with 10 blocks against
 the same with 11 blocks puts 10% more work into the ``blocks`` stage and nothing elsewhere.
 Each try compares the two (``found``: ``blocks`` marked significant, slower) and compares the
-10-block configuration with itself (``false alarm``: any row marked significant). Targets
-(issue 25): found in at least 9 of 10 tries, at most 1 false alarm in 10.
+10-block configuration with itself (``false alarm``: any row marked significant). Targets:
+found in at least 9 of 10 tries, at most 1 false alarm in 10.
 
     python benchmarks/ab_detection.py --tries 10
     python benchmarks/ab_detection.py --tries 10 --rounds 40

@@ -3,7 +3,7 @@
 Each try profiles the same configuration twice, as two separate processes (as a user would:
 ``python -m zoo.profile ...`` twice), and compares them with
 :func:`profiling.reports.compare_runs`. A stage marked significant there is a false
-alarm. Target: at most 1 try in 10 with any false alarm (issue 14). With ``--gmflow`` it also
+alarm. Target: at most 1 try in 10 with any false alarm. With ``--gmflow`` it also
 checks the opposite: ``gmflow`` against ``gmflow model.num_transformer_layers=2`` at 128x192
 must mark ``transformer`` significantly faster.
 

@@ -13,7 +13,7 @@ largest flow difference in pixels.
     python benchmarks/gmflow_vs_official.py --official /tmp/gmflow_official --device cuda \\
         --sizes 448x1024 --rounds 20
 
-Target (issue 17): on the CPU at 384x768 with 2 threads, ours at least 1.25x faster (ratio
+Target: on the CPU at 384x768 with 2 threads, ours at least 1.25x faster (ratio
 ours / official at most 0.8); on a GPU at 448x1024, at least 1.5x.
 """
 

@@ -2,7 +2,7 @@
 
 The analysis is what ``device=meta`` runs: build the model on the meta device, one forward with
 payload, tensor memory and operation counts, the aggregated stage table, and the layer and
-module tables. Targets (issue 5): GMFlow at 1088x1920 in under 10 s and under 2 GB peak memory
+module tables. Targets: GMFlow at 1088x1920 in under 10 s and under 2 GB peak memory
 on a 2-core machine, where a real forward needs several GB for the correlation volume.
 
     python benchmarks/meta_analysis.py [--model gmflow] [--size 1088 1920] [--rounds 3]

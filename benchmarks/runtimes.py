@@ -1,4 +1,4 @@
-"""The forward as each runtime runs it, and what profiling it costs (issue 26).
+"""The forward as each runtime runs it, and what profiling it costs.
 
 For resnet18, swiftnet and gmflow at one size, on the CPU, one table in one run: the forward
 time of PyTorch eager float32, ONNX Runtime float32 and int8, OpenVINO float32 and int8 (each

@@ -1,10 +1,10 @@
-"""Speed of the split analysis (``python -m zoo.split``'s work), against the issue's targets.
+"""Speed of the split analysis (``python -m zoo.split``'s work), against its targets.
 
 Each case builds the model and its inputs as ``zoo.split`` does, then times
 :func:`profiling.runner.analyse_cuts` (one forward under the liveness collector, the cut table,
 every storage compressed once with the default codec, zlib) and, beside it,
 one plain forward of the same model and input (after a warm-up), so that the analysis's own
-overhead reads as a ratio whatever the machine. Targets (issue 13), on the 2-core CI VM:
+overhead reads as a ratio whatever the machine. Targets, on a 2-core CPU:
 
 - Faster R-CNN at its default input (800x1333 after its transform), CPU: <= 8 s;
 - GMFlow at 384x768, CPU: <= 6 s;

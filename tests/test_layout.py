@@ -162,11 +162,10 @@ def test_profiling_packages_import_only_downward():
 #: draws them so). The options are the ground; the inputs and the deployment need only them; the
 #: models take their inputs; the tools stand on everything.
 ZOO_FLOORS = (("options",), ("inputs", "deploy"), ("models",), ("tools",))
-#: The most project modules that one module of zoo imports (issue 34: no hub), and the modules
-#: that still import more (each may only shrink): the split tool's command, and GMFlow's model,
-#: which assembles the nine parts of its own package.
+#: The most project modules that one module of zoo imports (no hub), and the modules that
+#: still import more (each may only shrink): the split tool's command.
 MOST_IMPORTS = 10
-HUBS_TO_SHRINK = {"zoo.tools.split": 11, "zoo.models.networks.gmflow.model": 12}
+HUBS_TO_SHRINK = {"zoo.tools.split": 11}
 
 
 def _room(module: str) -> str:

@@ -144,7 +144,7 @@ class _Tracker(TorchDispatchMode):
         decomposed = decompose_uncounted(self, func, args, kwargs)
         if decomposed is not NotImplemented:
             return decomposed
-        if owner.every_op:
+        if owner.every_op:  # every operator boundary is a cut: keep content from here on
             owner.last_mark = owner.clock
         inputs = operator_tensors(args) + operator_tensors(kwargs.values())
         written = owner.written(func, args, kwargs)
@@ -155,7 +155,7 @@ class _Tracker(TorchDispatchMode):
         owner.price(func, args, kwargs, out)
         made = made_tensors(inputs, out)
         overwritten = {id(t) for t, overwrite in written if overwrite}
-        if not (getattr(func, "is_view", False) and not made):
+        if not (getattr(func, "is_view", False) and not made):  # a view reads no bytes
             for tensor in inputs:
                 record = owner.live.get(id(tensor.untyped_storage()))
                 if record is not None:
@@ -374,7 +374,7 @@ class Liveness(Collector):
                 for codec in self.codecs:
                     if cut.sizes.get(codec) is not None:
                         cut.call.metrics[f"cut_{codec.replace('+', '_')}_bytes"] = cut.sizes[codec]
-        for record in self._records:
+        for record in self._records:  # the kept contents (copies among them) are compressed
             record.pins = {}
 
     def close(self) -> None:

@@ -98,7 +98,7 @@ class ModuleTime(Collector):
         if self._pending:
             torch.cuda.synchronize()
             for path, start, end, outermost in self._pending:
-                self._record(path, start.elapsed_time(end) / 1e3, outermost)
+                self._record(path, start.elapsed_time(end) / 1e3, outermost)  # ms to s
             self._pending = []
 
     def close(self) -> None:

@@ -68,7 +68,7 @@ class OpCounts(Collector):
     def start_forward(self) -> None:
         self._open = []
         self._counting = OpCounting(self.model).__enter__()
-        _set_counting(True)
+        _set_counting(True)  # models then take the explicit paths the formulas price
 
     def enter(self, call: "StageCall") -> None:
         if self._counting is None:
@@ -78,7 +78,7 @@ class OpCounts(Collector):
         self._counting.open(counts)
 
     def exit(self, call: "StageCall") -> None:
-        if not self._open or self._open[-1][0] is not call:
+        if not self._open or self._open[-1][0] is not call:  # entered while counting was off
             return
         _, counts = self._open.pop()
         if self._counting is not None:

@@ -60,7 +60,7 @@ class TensorMemory(Collector):
     """
 
     name = "tensor_memory"
-    aliases = ("cpu_memory",)  # its name until it was seen to track meta tensors too
+    aliases = ("cpu_memory",)  # an older name, too narrow: it tracks meta tensors too
     pass_name = "analysis"
     nesting_rank = 10
     metrics = (Metric("tensor_retained_mb", unit="MB", kind="memory",

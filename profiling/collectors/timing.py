@@ -28,7 +28,7 @@ class CpuTime(Collector):
     """
 
     name = "cpu_time"
-    nesting_rank = 50
+    nesting_rank = 50  # innermost: its clock leaves out the other collectors' bookkeeping
     devices = ("cpu", "cuda")
     metrics = (Metric("cpu_time_ms", unit="ms", kind="time", repeats="statistics",
                       description="wall-clock time of the stage on the host"),)
@@ -67,7 +67,7 @@ class CudaTime(Collector):
     """
 
     name = "cuda_time"
-    nesting_rank = 40
+    nesting_rank = 40  # around the CPU timer, whose bookkeeping launches no GPU work
     devices = ("cuda",)
     metrics = (Metric("cuda_time_ms", unit="ms", kind="time", repeats="statistics",
                       description="GPU time of the stage between two CUDA events"),)

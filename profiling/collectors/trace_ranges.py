@@ -20,7 +20,7 @@ class TraceRanges(Collector):
     """
 
     name = "trace_ranges"
-    nesting_rank = 30
+    nesting_rank = 30  # outside the timers: pushing and popping a range stays off their clocks
 
     def __init__(self) -> None:
         self._nvtx = torch.cuda.is_available()

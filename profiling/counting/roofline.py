@@ -182,6 +182,7 @@ def ceilings(name: str) -> Ceilings:
 def ceilings_for_device(device_name: str) -> Optional[Ceilings]:
     """The preset whose name appears in a device name such as ``NVIDIA H100 80GB HBM3``."""
     text = device_name.lower().replace(" ", "").replace("-", "").replace("_", "")
+    # the longest names first: "H100 PCIe" is h100_pcie before the alias "h100" matches it
     for preset in sorted(PRESETS.values(), key=lambda c: -len(c.name)):
         names = (preset.name,) + tuple(preset.aliases)
         if any(n.replace("_", "") in text for n in names):

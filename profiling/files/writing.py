@@ -69,7 +69,7 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):
+    except (PermissionError, OSError):  # another user's process: it may still be writing
         return True
     return True
 
@@ -96,7 +96,7 @@ def remove_stale_temporaries(parent: Union[str, Path]) -> list[Path]:
 
 def _folder_mode() -> int:
     """The mode a new folder gets from the umask (``mkdir``'s), e.g. ``0o755``."""
-    umask = os.umask(0)
+    umask = os.umask(0)  # the umask is read only by setting it: put back at once
     os.umask(umask)
     return 0o777 & ~umask
 
@@ -201,6 +201,7 @@ def replace_folder(staging: Union[str, Path], directory: Union[str, Path]) -> Pa
         if holds_files(directory):
             replaced = Path(tempfile.mkdtemp(prefix=f".{directory.name}{_REPLACED}"
                                                     f"{os.getpid()}-", dir=directory.parent))
+            # aside first: a rename cannot replace a folder that holds files
             os.replace(directory, replaced / "old")
         elif directory.is_dir():
             directory.rmdir()
@@ -284,6 +285,7 @@ def write_file(path: Union[str, Path], content: Content) -> Path:
     os.close(handle)
     try:
         _write_content(temporary, content)
+        # mkstemp's 0600 would hide the file from others: the mode open() would give
         os.chmod(temporary, stat.S_IMODE(target.stat().st_mode) if target.exists()
                  else 0o666 & _folder_mode())
         os.replace(temporary, target)

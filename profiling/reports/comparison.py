@@ -5,9 +5,9 @@ each stage call and for the whole forward, :func:`compare_runs` adds the ratio B
 median times with its 95% interval, a percentile bootstrap of the ratio of medians over the two
 runs' repeats (``times.csv`` and ``meta.json``'s ``forward_ms``; seeded, so the same runs give
 the same interval), and ``significant``: the interval excludes 1 and the change is at least
-``min_change`` (default 25%: two runs of one configuration, as two processes on the 2-core CI
-VM, differed by up to 23% over the whole forward of a small model, a shift the repeats of
-either run cannot see), raised to the larger forward CV of the two runs when that is larger
+``min_change`` (default 25%: above the drift between two processes that run one
+configuration, a shift the repeats of either run cannot see; ``docs/statistics.md`` has the
+measurements), raised to the larger forward CV of the two runs when that is larger
 (:func:`change_threshold`; see ``docs/statistics.md``), and, for CPU times, the medians differ
 by at least :data:`MIN_CPU_DIFFERENCE_MS`. Between runs whose machine was loaded
 above its cores nothing is called significant (:func:`withheld_reason`).
@@ -40,8 +40,8 @@ __all__ = ["PAYLOAD_COLUMNS", "compared_columns", "compare_stages",
            "MIN_CHANGE", "MIN_CPU_DIFFERENCE_MS", "FORWARD", "significance_rule", "executed_as"]
 
 #: CPU time differences below this many ms are never significant: about one time slice of
-#: the OS scheduler, by which a preemption moves a stage between two processes (stages of a
-#: few ms moved by 20-30 %, sub-millisecond ones by up to 100 %, in the CI VM's A/A trials).
+#: the OS scheduler, by which a preemption moves a stage between two processes (the A/A
+#: trials in ``docs/statistics.md``).
 MIN_CPU_DIFFERENCE_MS = 1.0
 #: The ``stage`` of the whole forward's row in :func:`compare_runs`'s table.
 FORWARD = "(forward)"

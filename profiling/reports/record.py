@@ -252,8 +252,8 @@ _COUNTS = re.compile(r"^(depth|call_index|order|repeat|macs|flops|activations)$|
                      r"^bytes_(read|written)$")
 #: Columns of times (milliseconds), never below 0; memory columns may be (memory freed).
 _TIMES = re.compile(r"_ms(_|$)")
-#: The largest time (ms) or memory (MB) a run folder may hold: 31 years, an exabyte. Beyond,
-#: sums and squares overflow (1e308 ms made numpy print 62 warnings).
+#: The largest time (ms) or memory (MB) a run folder may hold: 31 years, an exabyte. Larger
+#: values are no measurement, and near float64's limit their sums and squares overflow.
 MAX_MEASURED = 1e12
 #: The statistics of a time that every timed call has (the interval may be empty: one repeat).
 _ALWAYS_WITH_TIMES = ("mean", "median", "p10", "p90", "std")
@@ -315,7 +315,7 @@ def _read_stages(path: Path) -> pd.DataFrame:
 def _check_times_complete(path: Path, stages: pd.DataFrame) -> None:
     """Refuse a row that holds some statistics of a time but not the others (an emptied
     median beside its mean): a writer writes all of them for a timed call or none (a call
-    that no timed forward made), and a plot drew the gap as 0 ms."""
+    that no timed forward made), and a plot would draw the gap as 0."""
     for metric in sorted({column.split("_ms_")[0] for column in stages if "_ms_" in column}):
         columns = [f"{metric}_ms_{statistic}" for statistic in _ALWAYS_WITH_TIMES
                    if f"{metric}_ms_{statistic}" in stages]

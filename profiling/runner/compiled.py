@@ -99,8 +99,8 @@ def compile_options(mode: str) -> dict[str, Any]:
 
     Inductor takes that width from ``ATEN_CPU_CAPABILITY`` (none for ``default``), but its
     on-disk cache of compiled graphs does not count it in the key: a graph generated with AVX2
-    vectors in one process was reused in a process running with ``default``, whose compiler
-    flags lack them (a C++ compile error). Given as an option, the width is part of the key.
+    vectors in one process is reused in a process running with ``default``, whose compiler
+    flags lack them, and fails to compile. Given as an option, the width is part of the key.
     """
     from torch._inductor import list_mode_options
 

@@ -127,6 +127,7 @@ def _passes(collectors: Sequence[Union[str, Collector]]
     names = [c for c in collectors if isinstance(c, str)]
     objects = make_collectors(names) + [c for c in collectors if not isinstance(c, str)]
     objects.sort(key=lambda c: c.nesting_rank)
+    # the session, not a collector, records the payload: its pass runs even with no collector
     groups: dict[str, list[Collector]] = {"analysis": []} if "payload" in names else {}
     for collector in objects:
         groups.setdefault(collector.pass_name, []).append(collector)
@@ -212,7 +213,7 @@ def _timed_forwards(forward: Callable, timing: list[Collector], fresh: FreshInpu
         nonlocal output, idle
         keep = output is _NOT_YET
         arguments, copied = _fresh_arguments(fresh, timing)
-        if copied or not idle:
+        if copied or not idle:  # copies and restores still queued would run on the clock
             _synchronize(device_type)
         start = clock()
         with timed.forward():
@@ -223,7 +224,7 @@ def _timed_forwards(forward: Callable, timing: list[Collector], fresh: FreshInpu
         if keep:
             output = fresh_copy(result)
         queued = state.restore() if i == 0 else state.restore_known_changes()
-        idle = not queued and not keep
+        idle = not queued and not keep  # keeping the output queued its copy
         return stop - start
 
     with Session(timing) as timed:
@@ -313,7 +314,7 @@ def profile_model(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[s
                     model if timed_model is None else timed_model, timing, fresh, state,
                     device_type, output, calls, events, warmup, repeats, clock, progress)
     finally:
-        state.restore()
+        state.restore()  # the model is left as it was given, even after an exception
     timers = [metric for collector in timing for metric in collector.metrics]
     timed_forwards = [with_other_calls(forward, {metric: ms for metric in timers})
                       for forward, ms in zip(timed_forwards, forward_ms)]

@@ -59,9 +59,10 @@ def timed_repeats(step: Callable[[int], int], warmup: int, repeats: Union[int, A
         if done >= warmup:
             forward_ms.append(span_ns / 1e6)
         else:
-            started = clock()
+            started = clock()  # automatic repeats' time limit counts timed forwards only
         done += 1
         if progress:
+            # automatic repeats may run past their minimum: the total grows with them
             progress("warmup" if done <= warmup else "repeats", done, max(done, planned))
     if not forward_ms:
         return forward_ms, {}

@@ -74,7 +74,7 @@ def analyse_cuts(model: torch.nn.Module, inputs: Union[Sequence[Any], Mapping[st
         with session.forward():
             output = call_model(model, inputs)
             liveness.set_outputs(output)  # kept alive until the cut after the forward is taken
-    del output
+    del output  # the cuts are taken: the output's memory need not outlive the forward
     return SplitAnalysis(liveness.cuts, liveness.timeline, liveness.op_names,
                          liveness.op_flops, liveness.op_bytes,
                          [(call.name, call.call_index, first, last)

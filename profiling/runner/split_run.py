@@ -88,7 +88,7 @@ def _describe(value: Any, aliases: Mapping[int, int]) -> Any:
     if isinstance(value, tuple):
         return {"T": [_describe(v, aliases) for v in value]}
     if isinstance(value, float):
-        return {"f": value.hex()}
+        return {"f": value.hex()}  # exact through JSON, as the tail's operators need it
     if value is None or isinstance(value, (bool, int)):
         return value
     return {"x": type(value).__name__}
@@ -182,7 +182,7 @@ class _Head(_Numbered):
         for index, tensor in enumerate(inputs):
             aliases.setdefault(id(tensor.untyped_storage()), index)
         self.tape.append([str(func), _describe(out, aliases)])
-        if self.clock == self.position:
+        if self.clock == self.position:  # the head computes nothing past the cut
             raise _Stop
         return out
 

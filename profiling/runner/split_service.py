@@ -51,7 +51,7 @@ def run_request(head: HeadRun, tensors: Sequence[CutTensor], position: int, enco
     """The ``run`` frame of a head's result under ``encoding``: ``(header, body, encode_ms)``
     (the time to encode the tensors; the tape's own is not counted, a server keeps it)."""
     raw_tape = _tape_bytes(head.tape)
-    packed = zlib.compress(raw_tape, 1) if send_tape else b""
+    packed = zlib.compress(raw_tape, 1) if send_tape else b""  # level 1, as the zlib codec
     start = time.perf_counter()
     described, body = [], [packed]
     for tensor, piece in zip(tensors, head.pieces):
@@ -131,6 +131,7 @@ class TailService:
             return self.tapes[tape["sha"]], 0
         raw = _integer(tape.get("raw"), "the tape's raw size", 1, MAX_TAPE_BYTES)
         decompressor = zlib.decompressobj()
+        # at most ``raw`` bytes: a tape that inflates past its announced size is refused unheld
         data = decompressor.decompress(body[:size], raw)
         if len(data) != raw or not decompressor.eof or decompressor.unconsumed_tail:
             raise WireError("the tape does not decompress to the size announced")
@@ -183,7 +184,7 @@ def output_tensors(reply: dict, body: bytes) -> list[torch.Tensor]:
         dtype = DTYPES[entry["dtype"]]
         count = int(np.prod(entry["shape"], dtype=np.int64))
         size = count * dtype.itemsize
-        data = bytearray(body[offset:offset + size])
+        data = bytearray(body[offset:offset + size])  # writable: frombuffer warns on bytes
         flat = torch.frombuffer(data, dtype=dtype) if size else torch.empty(0, dtype=dtype)
         tensors.append(flat.reshape(entry["shape"]))
         offset += size

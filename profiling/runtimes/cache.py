@@ -116,7 +116,7 @@ def _copy_checked(entry_fd: int, name: str, size: int, digest: str, target: Path
     try:
         hashed, copied = hashlib.sha256(), 0
         with open(target, "wb") as out:  # an error writing the copy is the run's failure
-            while copied <= size:
+            while copied <= size:  # one byte past ``size``: a longer file shows, unread
                 chunk = _read(fd, name, min(_CHUNK, size + 1 - copied))
                 if not chunk:
                     break
@@ -250,6 +250,7 @@ def write_entry(folder: Path, entry: CachedExport) -> Optional[str]:
         files: dict[str, tuple[int, str]] = {}
         exports = [entry.whole] if entry.whole else list(entry.parts.values())
         for exported in exports:
+            # a model past protobuf's 2 GiB limit keeps its weights in NAME.onnx.data
             sources = [exported.path, exported.path.with_suffix(".stages.json"),
                        *exported.path.parent.glob(exported.path.name + ".data")]
             for source in sources:

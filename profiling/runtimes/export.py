@@ -60,6 +60,7 @@ class TaggingSession(Session):
     def exit_stage(self, call: StageCall) -> None:
         before = list(self._stack)
         super().exit_stage(call)
+        # the session also closes the stages left open inside ``call``, innermost first
         for closed in reversed(before[len(self._stack):]):
             self._annotations.pop(closed.index).__exit__(None, None, None)
 
@@ -111,6 +112,7 @@ def export_onnx(model: torch.nn.Module, inputs: Any, path: Path, *,
     else:
         args, kwargs = tuple(inputs), dict(kwargs or {}) or None
     path.parent.mkdir(parents=True, exist_ok=True)
+    # preserve_node_meta: the stage annotations reach the traced FX nodes only inside it
     with fx_traceback.preserve_node_meta(), attach_stages(model, attach or {}), \
             TaggingSession(), torch.inference_mode(False), torch.no_grad():
         program = torch.onnx.export(model, args, kwargs=kwargs, dynamo=True, opset_version=opset,
@@ -156,6 +158,6 @@ def _name_scopes(node: Any) -> list[str]:
             value = prop.value
             try:
                 return list(json.loads(value))
-            except ValueError:
+            except ValueError:  # a list in Python's repr, not JSON
                 return [s.strip(" '") for s in value.strip("[]").split(",")]
     return []

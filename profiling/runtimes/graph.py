@@ -60,6 +60,8 @@ class OnnxGraph:
         while changed:
             changed = False
             for value, node in self.producers.items():
+                # the data it reads: initializers (weights, constants) are neither made nor
+                # shaped here; the first of them is the tensor an operator moves
                 inputs = [v for v in readers.get(node, ()) if v in self.shapes or
                           v in self.producers]
                 if value not in carried and self.op_types.get(node) in _CARRIES_INT8 and \
@@ -100,7 +102,7 @@ def load_graph(path: Path) -> OnnxGraph:
     """The :class:`OnnxGraph` of the ONNX file at ``path`` (shapes inferred where missing)."""
     import onnx
 
-    model = onnx.load(str(path), load_external_data=False)
+    model = onnx.load(str(path), load_external_data=False)  # the structure only: no weights
     try:
         model = onnx.shape_inference.infer_shapes(model)
     except Exception:  # noqa: BLE001  (a contrib operator: keep the shapes the file has)
@@ -109,6 +111,7 @@ def load_graph(path: Path) -> OnnxGraph:
     producers, consumers, op_types, node_inputs = {}, {}, {}, {}
     for node in graph.node:
         op_types[node.name] = node.op_type
+        # an empty name stands for an optional input left out
         node_inputs[node.name] = [value for value in node.input if value]
         for value in node.output:
             producers[value] = node.name

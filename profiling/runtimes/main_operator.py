@@ -3,12 +3,12 @@
 A runtime fuses a convolution or matrix product with the operators that follow it (a batch
 norm folded into its weights, an activation, a residual addition), and so does the exporter's
 own optimiser (``FuseBatchNormIntoConv``). The fused node is named after, or carries the
-metadata of, one of its parts, often the last: resnet's ``conv1`` read 0 ms and ``bn1`` held
-its time. The rule: a node that runs a convolution or matrix product counts to the stage of
-that operator, found by walking back from the part its name leads to through the operators
-that fuse into it (at most :data:`FUSE_HOPS` away). Its MACs are that operator's, so time and
-MACs stay in the same stage. A node whose parts lie in different stages counts once in
-``deployment.nodes_across_stages``.
+metadata of, one of its parts, often the last: by that name alone, resnet's ``conv1`` would
+show no time and ``bn1`` hold its time. The rule: a node that runs a convolution or matrix
+product counts to the stage of that operator, found by walking back from the part its name
+leads to through the operators that fuse into it (at most :data:`FUSE_HOPS` away). Its MACs
+are that operator's, so time and MACs stay in the same stage. A node whose parts lie in
+different stages counts once in ``deployment.nodes_across_stages``.
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ class OnnxRuntimeBackend:
 
     def node_times(self, skip_runs: int) -> list[dict[str, float]]:
         """Ends profiling: per-node times (ms) of each ``run()`` after the first ``skip_runs``."""
-        if self.profile_file is None:
+        if self.profile_file is None:  # the profiler ends once; a later call rereads its file
             self.profile_file = Path(self.session.end_profiling())
         events = json.loads(self.profile_file.read_text())
         runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
@@ -125,7 +125,7 @@ class OnnxRuntimeBackend:
                           if start <= event["ts"] <= stop), None)
             if index is not None:
                 node = name[:-len(_KERNEL)]
-                per_run[index][node] = per_run[index].get(node, 0.0) + event["dur"] / 1e3
+                per_run[index][node] = per_run[index].get(node, 0.0) + event["dur"] / 1e3  # µs
                 self._precisions[node] = _input_precision(event.get("args", {}))
         return per_run[skip_runs:]
 

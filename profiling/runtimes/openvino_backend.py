@@ -123,6 +123,7 @@ class OpenVinoBackend:
         """One inference; the outputs in the graph's order."""
         self.request.infer(dict(enumerate(feeds)))
         self._inferences += 1
+        # copied: the request's output memory is overwritten by its next inference
         return [self.request.get_output_tensor(i).data.copy()
                 for i in range(len(self.compiled.outputs))]
 
@@ -133,7 +134,7 @@ class OpenVinoBackend:
         means: dict[str, float] = {}
         for info in self.request.get_profiling_info():
             microseconds = info.real_time.total_seconds() * 1e6
-            if microseconds > 0:
+            if microseconds > 0:  # whole microseconds, as the counters keep them
                 means[info.node_name] = means.get(info.node_name, 0.0) + round(microseconds)
         self._readings.append((self._inferences, means))
 

@@ -1,8 +1,8 @@
 """The runtime's profiler overhead and int8's speed-up, as paired, interleaved measurements.
 
 A single reading of each side (the median of a few profiled forwards against the median of a
-few unprofiled ones timed afterwards) moved with whatever else the machine did meanwhile: the
-same overhead read 0.53 on one run and 3.14 on another. Here each session is opened once and
+few unprofiled ones timed afterwards) moves with whatever else the machine does meanwhile, by
+more than the overhead itself (docs/runtimes.md). Here each session is opened once and
 kept open, and every round times one forward of each (profiled, unprofiled and, for int8, the
 float32 model), their order rotated round by round; the figure is the median of the per-round
 ratios with its order-statistics interval

@@ -152,7 +152,7 @@ def exportable_parts(model: torch.nn.Module, captured: dict[str, Captured],
         call = captured.get(path)
         if call is None:
             continue  # never called: nothing to run
-        if call.count > 1:
+        if call.count > 1:  # an export takes one call's inputs; the others may differ
             in_torch[path] = f"called {call.count} times in a forward"
             pending[:0] = _children(model, path)
             continue
@@ -192,6 +192,7 @@ def runtime_parts(model: torch.nn.Module, parts: Sequence[Part],
     try:
         for part, run in zip(parts, runs):
             module = model.get_submodule(part.path)
+            # the instance's own forward, if any: without one, ours is deleted on the way out
             replaced.append((module, module.__dict__.get("forward")))
             module.forward = _runtime_forward(part, run)
         yield model

@@ -257,6 +257,7 @@ def _stage_times(whole: _Whole, reference: ProfileResult, forward_ms: Sequence[f
     metric = "cuda_time_ms" if device_type == "cuda" else "cpu_time_ms"
     timed = [forward_calls(calls, paths, times, metric, total)
              for (times, _), total in zip(per_run, forward_ms)]
+    # top-level paths only: a nested stage's time is in its parent's as well
     mapped_ms = sum(v for times, _ in per_run for p, v in times.items() if "/" not in p)
     node_ms = mapped_ms + sum(unmapped for _, unmapped in per_run)
     deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None
@@ -266,7 +267,7 @@ def _stage_times(whole: _Whole, reference: ProfileResult, forward_ms: Sequence[f
 def _unprofiled_figures(whole: _Whole, deployment: dict[str, Any], runtime: str, dtype: str,
                         feeds: list, forward_ms: Sequence[float], workdir: Path,
                         device_type: str) -> None:
-    """The runtime's profiler slows the forward (ONNX Runtime's by 5-20% on a CPU): profiled,
+    """The runtime's profiler slows the forward (docs/runtimes.md measures by how much): profiled,
     unprofiled and float32 sessions timed in interleaved rounds say by how much, and are what
     int8 and float32 compare on (:func:`~.paired_speed.paired_speeds`)."""
     deployment.update(paired_speeds(runtime, whole.run_path, whole.exported.path, workdir,

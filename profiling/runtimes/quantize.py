@@ -49,12 +49,13 @@ def quantize_nncf(source: Path, calibration: Sequence[Sequence[np.ndarray]]
 
     model = ov.Core().read_model(str(source))
     dataset = nncf.Dataset([dict(enumerate(feed)) for feed in calibration])
+    # every calibration item and no more (NNCF's default asks for 300)
     quantised_model = nncf.quantize(model, dataset, subset_size=len(calibration))
     quantised = set()
     for op in quantised_model.get_ordered_ops():
         if op.get_type_name() != "FakeQuantize":
             continue
         value = op.input_value(0)
-        if value.get_node().get_type_name() != "Constant":
+        if value.get_node().get_type_name() != "Constant":  # a weight's: it crosses no stage
             quantised.update(value.get_names())
     return quantised_model, quantised

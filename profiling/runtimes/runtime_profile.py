@@ -60,7 +60,8 @@ def forward_calls(calls: Sequence[StageCall], paths: Mapping[int, str],
                   times: Mapping[str, float], metric: str, total: float) -> list[StageCall]:
     """One forward's stage calls, each with its time ``times[path]`` (0 when absent) under
     ``metric``, and the ``other`` rows that make each level add up to ``total``; an
-    ``other`` that is round-off of the difference (within 1e-9 ms of 0) is written as 0."""
+    ``other`` that is round-off of the difference (within :data:`_ROUND_OFF_MS` of 0) is
+    written as 0."""
     copies = []
     for call in calls:
         if call.kind == "stage":
@@ -97,8 +98,8 @@ def record_nodes(deployment: dict[str, Any],
     (``node_precisions``), the share of node time in each (``executed_precision``) and the
     runtime nodes that span a stage boundary (``nodes_across_stages``: each counts to its
     main operator's stage) and how far one forward's node times, added up, can be off by the
-    runtime's rounding (``node_time_rounding_ms``), from each session: a backend, its stage map and its node times
-    per forward."""
+    runtime's rounding (``node_time_rounding_ms``), from each session: a backend, its stage
+    map and its node times per forward."""
     precisions: dict[str, str] = {}
     node_runs: list[Mapping[str, float]] = []
     across: list[str] = []

@@ -68,10 +68,10 @@ def _process_start(pid: int) -> Optional[float]:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat.rsplit(")", 1)[-1].split()
+    fields = stat.rsplit(")", 1)[-1].split()  # the command name in () may hold spaces
     if boot is None or len(fields) < 20:
         return None
-    return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")  # starttime, ticks since boot
 
 
 def _owner_gone(pid: int, changed: float) -> bool:
@@ -86,6 +86,7 @@ def _owner_gone(pid: int, changed: float) -> bool:
     except (PermissionError, OverflowError):
         pass  # another user's process runs with that pid
     started = _process_start(pid)
+    # the boot time is in whole seconds: a start within a second of the change may be the owner
     return started is not None and started > changed + 1.0
 
 

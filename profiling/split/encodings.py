@@ -9,8 +9,8 @@ Every encoding applies to each storage's elements read after the cut (see
 - ``int8``: floating elements quantised to 8 bits (per-tensor affine; the scale and zero
   point, 8 bytes per tensor, are left out); integers and booleans as they are.
 - ``zlib``: the raw bytes through ``zlib`` at level 1, its fast setting: what a link that
-  compresses every inference in real time would use (level 6, its default, is 2-3 times
-  slower for 5-7% smaller float data).
+  compresses every inference in real time would use (level 6, its default, is several
+  times slower for a few percent fewer bytes of float data: ``docs/split.md``).
 - ``lzma``: the raw bytes through ``lzma`` (xz) at preset 1.
 - ``int8+zlib``: the ``int8`` bytes (floating elements quantised to
   ``round((x - min) / (max - min) * 255)``, one ``uint8`` each) through ``zlib`` at level 1.

@@ -121,7 +121,7 @@ def attach_stages(model: torch.nn.Module, stages: Mapping[str, str]) -> Iterator
     stand_ins = stand_in_stages(modules)
     open_counts: dict[int, list] = {}
     handles = []
-    try:
+    try:  # always_call: a stage closes when its module raises too
         for name, module in modules.items():
             open_calls = open_counts.setdefault(id(module), [])
             handles.append(module.register_forward_pre_hook(_pre_hook(name, open_calls),
@@ -153,6 +153,7 @@ def _pre_hook(name: str, open_calls: list, unless_open: Optional[list] = None):
     def hook(module, args, kwargs):
         session = active_session()
         skip = session is None or bool(unless_open)
+        # ``None`` as well: each post hook pops what its pre hook pushed, in nested calls too
         open_calls.append(None if skip else
                           session.enter_stage(name, call_arguments(args, kwargs)))
     return hook

@@ -94,6 +94,7 @@ def _copy_tensor(tensor: torch.Tensor, storages: dict) -> torch.Tensor:
             or tensor.is_quantized or tensor.is_conj() or tensor.is_neg()):
         return tensor.detach().clone()
     storage = tensor.untyped_storage()
+    # a meta storage has no address to share: each meta tensor gets its own
     key = id(tensor) if tensor.device.type == "meta" else (tensor.device, storage.data_ptr())
     if key not in storages:
         storages[key] = storage.clone()

@@ -94,7 +94,7 @@ class _ActiveStage:
 
     def __enter__(self) -> "_ActiveStage":
         self._call = self._session.enter_stage(self._name, self._inputs)
-        self._inputs = None
+        self._inputs = None  # the marker keeps no tensor alive past its entry
         return self
 
     def __exit__(self, *exc_info: Any) -> bool:

@@ -85,7 +85,7 @@ class Session:
             self.note_failure(error)
             raise
         finally:
-            while self._stack:
+            while self._stack:  # what an exception left open: each collector sees its exit
                 self.exit_stage(self._stack[-1])
             for collector in reversed(started):  # dispatch modes leave in reverse order
                 collector.end_forward()
@@ -138,7 +138,7 @@ class Session:
     def enter_stage(self, name: str, inputs: Any) -> StageCall:
         """Open a stage call (used by the markers and by attached modules)."""
         call = self._new_call(name, "stage")
-        if self.record_payload:
+        if self.record_payload:  # before the collectors' enter: off the timers' clocks
             call.inputs = walk_payload(inputs)
         self.events.append(("in", call))
         self._stack.append(call)

@@ -106,8 +106,9 @@ def _difference(whole: Mapping[str, float], parts: Mapping[str, float]) -> dict[
 def remainder(whole: float, parts: float) -> float:
     """``whole - parts``, where a negative result of floats within :data:`ROUND_OFF` of the
     larger of the two is 0: adding the same times in another order (a parent's node times and
-    its children's) leaves -4.4e-17 ms where nothing is left, and no time or count is below
-    0. A larger negative remainder is kept: it is measured (stages timed to overlap)."""
+    its children's) leaves a round-off such as -4.4e-17 where nothing is left, and no time or
+    count is below 0. A larger negative remainder is kept: it is measured (stages timed to
+    overlap)."""
     rest = whole - parts
     if isinstance(rest, float) and -ROUND_OFF * max(abs(whole), abs(parts)) <= rest < 0:
         return 0.0

@@ -10,6 +10,7 @@ MIN_CHANGE = 0.25
 #: The smallest change an A/B comparison calls significant (relative, either direction).
 AB_MIN_CHANGE = 0.05
 #: Rounds (timed forwards of each side) of an A/B comparison by default: enough for a 10%
-#: change in a stage of a few ms to be found 9 times in 10 on a loaded 2-core machine
-#: (``benchmarks/ab_detection.py``, docs/statistics.md).
+#: change in one stage to be found 9 times in 10, with at most 1 false alarm in 10, on a
+#: loaded machine too (``benchmarks/ab_detection.py`` checks it; docs/statistics.md has the
+#: measurements).
 AB_ROUNDS = 30

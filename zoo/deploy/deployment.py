@@ -222,8 +222,8 @@ NATIVE_HALF_FLAGS = {"bfloat16": frozenset({"avx512_bf16", "amx_bf16", "bf16"}),
 
 def half_emulated_note(dtype: str) -> str:
     """What a ``dtype`` run on a CPU without native instructions for it says before it
-    starts (on the 2-core AMD EPYC dev VM, resnet18 at 64x64: 14 ms float32, 159 ms float16,
-    162 ms bfloat16)."""
+    starts: emulated, a half type runs many times slower than float32 (docs/deployed.md has a
+    measurement), so its times say nothing of a CPU that has the instructions."""
     return (f"run.dtype={dtype}: this CPU has no native {dtype} instructions "
             f"({', '.join(sorted(NATIVE_HALF_FLAGS[dtype]))}), so {dtype} is emulated and will "
             f"be slower than float32 here; its times do not predict a CPU that has them")

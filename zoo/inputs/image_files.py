@@ -7,7 +7,7 @@ image is refused when its pixels (width × height × frames) exceed ``max_pixels
 (a decompression bomb) is refused without being decoded. A file that is not a readable image
 (truncated, corrupt, or another kind of file under an image's name) is refused with one line
 naming it. Pixels are decoded by Pillow, whose decoders raise errors on broken data
-(torchvision's PNG decoder crashed the process on a corrupt data stream), and HEIC, which
+(torchvision's PNG decoder can crash the process on a corrupt data stream), and HEIC, which
 Pillow does not read, by ``torchvision.io``. Values are scaled by their bit depth to
 ``[0, 255]``: a 16-bit PNG or TIFF gives the values of its 8-bit twin within 1/255 of the range
 (Pillow reads 16-bit grey at 16 bits and 16-bit colour PNG at 8, its high byte).

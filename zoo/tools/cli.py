@@ -203,7 +203,7 @@ def _stop_signals_end_the_run() -> Iterator[None]:
 
     def quiet_interrupt(unraisable: Any) -> None:
         """A signal handled inside a callback that cannot raise (an import lock's weakref
-        callback) printed 'Exception ignored in ...' and a traceback; the run stops at the
+        callback) would print 'Exception ignored in ...' and a traceback; the run stops at the
         next :func:`raise_if_interrupted` instead, with its one line."""
         if not (_interrupted and isinstance(unraisable.exc_value, KeyboardInterrupt)):
             unraisable_hook(unraisable)

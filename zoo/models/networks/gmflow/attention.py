@@ -25,8 +25,8 @@ __all__ = ["ATTENTION_IMPLS", "attend", "full_attention", "fused_value_width",
 ATTENTION_IMPLS = ("sdpa", "math")
 
 #: On the CPU, attention over fewer keys than this runs the explicit path even for ``"sdpa"``:
-#: there the fused kernel's overhead outweighs its gain (2-core VM, torch 2.14: math/sdpa 0.7
-#: at 24 keys, about 1 at 96, 1.2 at 192, 1.8 at 1536). CUDA always takes the fused kernel.
+#: there the fused kernel's overhead outweighs its gain (docs/models/gmflow.md has the
+#: measurements). CUDA always takes the fused kernel.
 FUSED_MIN_KEYS_CPU = 128
 
 
@@ -75,9 +75,9 @@ def _fused_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
     """:func:`~torch.nn.functional.scaled_dot_product_attention` in the form its fused kernels
     take: 4-D tensors whose last dimension is contiguous, and values zero-padded to
     :func:`fused_value_width` (the padding is dropped after). On the CPU, this turns a fallback
-    slower than plain math into the flash kernel (5x faster for 7168 tokens). Matching hands in
-    the transposed ``[B, C, H*W]`` feature maps: copied to contiguous tokens (2.4 MB at 1/8
-    of 384x768), its attention takes the flash kernel, 2.6x faster than the fallback.
+    slower than plain math into the flash kernel. Matching hands in the transposed
+    ``[B, C, H*W]`` feature maps: copied to contiguous tokens, its attention takes the flash
+    kernel rather than the fallback too (docs/models/gmflow.md has the measurements).
     """
     width = value.shape[-1]
     padded = fused_value_width(query, width)

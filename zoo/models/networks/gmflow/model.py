@@ -14,17 +14,15 @@ import torch
 import torch.nn.functional as F
 
 from profiling import probe, stage
-from zoo.options import ConfigError, check_minimum
 from ...base import ZooModel
 
-from .attention import ATTENTION_IMPLS
 from .backbone import CNNEncoder
 from .geometry import flow_warp
 from .matching import (FLOAT32_MATCHING, global_correlation_softmax,
                        local_correlation_softmax)
+from .option_checks import check_options, fitted_input_size, per_scale
 from .position import add_position
 from .propagation import ConvexUpsampler, FeatureFlowAttention
-from .relative_position import POSITION_ENCODINGS
 from .transformer import FeatureTransformer
 from .utils import image_statistics
 
@@ -73,24 +71,6 @@ class Prediction(NamedTuple):
     skips: list[torch.Tensor]
 
 
-def _int_list(values: Sequence[int], name: str, num_scales: int) -> tuple[int, ...]:
-    values = tuple(int(v) for v in values)
-    if len(values) != num_scales:
-        raise ConfigError(f"{name} has {len(values)} entries; it needs one per scale "
-                          f"(num_scales={num_scales})")
-    minimum = 1 if name == "attn_splits_list" else -1
-    if any(v < minimum or v == 0 for v in values):
-        accepted = "integers >= 1" if minimum == 1 else "-1 (global) or a radius >= 1"
-        raise ConfigError(f"{name}={list(values)} is not accepted; accepted: {accepted}")
-    return values
-
-
-def _check_choice(name: str, value: Any, accepted: Sequence[Any]) -> None:
-    if value not in accepted:
-        raise ConfigError(f"{name}={value!r} is not accepted; accepted: "
-                          f"{', '.join(map(str, accepted))}")
-
-
 class GMFlow(ZooModel):
     """GMFlow with its CNN encoder, in one or more scales (two: the refinement model).
 
@@ -135,21 +115,18 @@ class GMFlow(ZooModel):
                  prop_radius_list: Sequence[int] = (-1,), pred_bidir_flow: bool = False,
                  attention_impl: str = "sdpa", position_encoding: str = "sine") -> None:
         super().__init__()
-        if not 1 <= num_scales <= 4:
-            raise ConfigError(f"num_scales={num_scales} is not accepted; accepted: 1 to 4")
+        layer3_stride = check_options(
+            num_scales=num_scales, upsample_factor=upsample_factor, first_stride=first_stride,
+            feature_channels=feature_channels, num_head=num_head,
+            first_kernel_size=first_kernel_size, attention_type=attention_type,
+            attention_impl=attention_impl, position_encoding=position_encoding,
+            in_channels=in_channels, ffn_dim_expansion=ffn_dim_expansion,
+            num_transformer_layers=num_transformer_layers)
         self.num_scales = num_scales
-        self.attn_splits_list = _int_list(attn_splits_list, "attn_splits_list", num_scales)
-        self.corr_radius_list = _int_list(corr_radius_list, "corr_radius_list", num_scales)
-        self.prop_radius_list = _int_list(prop_radius_list, "prop_radius_list", num_scales)
+        self.attn_splits_list = per_scale(attn_splits_list, "attn_splits_list", num_scales)
+        self.corr_radius_list = per_scale(corr_radius_list, "corr_radius_list", num_scales)
+        self.prop_radius_list = per_scale(prop_radius_list, "prop_radius_list", num_scales)
         self.pred_bidir_flow = bool(pred_bidir_flow)
-        _check_choice("attention_type", attention_type, ("swin", "full"))
-        _check_choice("attention_impl", attention_impl, ATTENTION_IMPLS)
-        _check_choice("position_encoding", position_encoding, POSITION_ENCODINGS)
-        check_minimum(1, in_channels=in_channels, ffn_dim_expansion=ffn_dim_expansion)
-        check_minimum(0, num_transformer_layers=num_transformer_layers)
-        layer3_stride = self._layer3_stride(upsample_factor, first_stride)
-        self._check_architecture(feature_channels, num_head, first_kernel_size,
-                                 sine=position_encoding == "sine")
         self.in_channels = in_channels
         self.upsample_factor = upsample_factor
         self.feature_channels = feature_channels
@@ -171,30 +148,6 @@ class GMFlow(ZooModel):
         self.register_buffer("std", std, persistent=False)
         self.stage_names = gmflow_stage_names(self.corr_radius_list, num_transformer_layers,
                                               position_encoding)
-
-    @staticmethod
-    def _layer3_stride(upsample_factor: int, first_stride: int) -> int:
-        if first_stride < 1:
-            raise ConfigError(f"first_stride={first_stride} is not accepted; accepted: >= 1")
-        valid = (2 * first_stride, 4 * first_stride)
-        if upsample_factor not in valid:
-            raise ConfigError(f"upsample_factor={upsample_factor} does not match the encoder "
-                              f"(first_stride={first_stride} gives features at stride "
-                              f"{valid[0]} or {valid[1]}); accepted: {valid[0]}, {valid[1]}")
-        return upsample_factor // (2 * first_stride)
-
-    @staticmethod
-    def _check_architecture(feature_channels: int, num_head: int, first_kernel_size: int, *,
-                            sine: bool) -> None:
-        if sine and (feature_channels < 4 or feature_channels % 4):
-            raise ConfigError(f"feature_channels={feature_channels} is not accepted; accepted: "
-                              f"a multiple of 4 (the sine position encoding needs it)")
-        if num_head < 1 or feature_channels % num_head:
-            raise ConfigError(f"num_head={num_head} does not divide "
-                              f"feature_channels={feature_channels}; accepted: a divisor of it")
-        if first_kernel_size < 1 or first_kernel_size % 2 == 0:
-            raise ConfigError(f"first_kernel_size={first_kernel_size} is not accepted; "
-                              f"accepted: an odd size (padding k//2 keeps the stride exact)")
 
     # ---- the calling convention -------------------------------------------------------------
 
@@ -234,23 +187,10 @@ class GMFlow(ZooModel):
         """``(H, W)`` when both are multiples of :attr:`size_divisor`; the next multiples up
         with ``pad=True``; otherwise a :class:`~zoo.options.ConfigError` naming the nearest
         valid sizes."""
-        height, width = int(size[0]), int(size[1])
-        d = self.size_divisor
-        if height % d == 0 and width % d == 0:
-            return height, width
-        if pad:
-            return -(-height // d) * d, -(-width // d) * d
-
-        def nearest(n: int) -> list[int]:
-            return sorted({max(d, n // d * d), -(-n // d) * d}, key=lambda m: (abs(m - n), m))
-
-        candidates = sorted(((h, w) for h in nearest(height) for w in nearest(width)),
-                            key=lambda hw: (abs(hw[0] - height) + abs(hw[1] - width), hw))
-        raise ConfigError(
-            f"input size {height}x{width} does not fit {type(self).__name__}: height and width "
-            f"must be multiples of {d} (upsample_factor={self.upsample_factor}, "
-            f"attn_splits_list={list(self.attn_splits_list)}); nearest valid sizes: "
-            f"{', '.join(f'{h}x{w}' for h, w in candidates)}; or set input.pad=true")
+        return fitted_input_size(
+            size, self.size_divisor, pad=pad, model=type(self).__name__,
+            because=f"upsample_factor={self.upsample_factor}, "
+                    f"attn_splits_list={list(self.attn_splits_list)}")
 
     # ---- forward ----------------------------------------------------------------------------
 
@@ -275,12 +215,12 @@ class GMFlow(ZooModel):
                 pred_bidir_flow: Optional[bool] = None) -> Prediction:
         """The forward pass, returning the flows and the features a decoder can use."""
         n = self.num_scales
-        attn_splits_list = _int_list(attn_splits_list or self.attn_splits_list,
-                                     "attn_splits_list", n)
-        corr_radius_list = _int_list(corr_radius_list or self.corr_radius_list,
-                                     "corr_radius_list", n)
-        prop_radius_list = _int_list(prop_radius_list or self.prop_radius_list,
-                                     "prop_radius_list", n)
+        attn_splits_list = per_scale(attn_splits_list or self.attn_splits_list,
+                                    "attn_splits_list", n)
+        corr_radius_list = per_scale(corr_radius_list or self.corr_radius_list,
+                                    "corr_radius_list", n)
+        prop_radius_list = per_scale(prop_radius_list or self.prop_radius_list,
+                                    "prop_radius_list", n)
         bidir = self.pred_bidir_flow if pred_bidir_flow is None else bool(pred_bidir_flow)
 
         with stage("normalize", img0, img1) as s:

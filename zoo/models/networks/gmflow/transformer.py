@@ -91,8 +91,8 @@ class TransformerLayer(nn.Module):
         """``q_proj(source)``, ``k_proj(target)``, ``v_proj(target)``.
 
         Projections of the same tokens run as one matrix product with the weights stacked
-        (all three in self-attention, key and value in cross-attention): the same values, in
-        0.4 of the time of three products (2-core VM, 2x4608 tokens). The counting pass calls
+        (all three in self-attention, key and value in cross-attention): the same values in
+        less time than separate products (docs/models/gmflow.md). The counting pass calls
         each module, so that per-module tables keep their rows.
         """
         if is_counting():
