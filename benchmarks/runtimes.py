@@ -8,9 +8,10 @@ profiling overhead: the forward with the profiler on over the same model in the 
 with it off, the median of the per-round ratios of sessions timed in interleaved rounds, with
 its 95% interval (the statistics of ``zoo.compare --run``), beside a second unprofiled
 session's ratio (the ``control`` column), the measurement's noise floor (target: at most
-1.05x). In that
-rotation ONNX Runtime's idle threads do not spin: with spinning on, the threads of the
-session that just ran take the cores from the next one, which is no cost of profiling.
+1.05x). The sessions of that rotation are opened as sessions that take turns, with what each
+executor declares they change (``interleaved_settings``: ONNX Runtime's idle threads do not
+spin, else those of the session that just ran take the cores from the next one, which is no
+cost of profiling).
 
     python benchmarks/runtimes.py --repeats 20 --out results/runtimes_benchmark.md
     python benchmarks/runtimes.py --models resnet18 --size 64 64 --repeats 10  # small
@@ -63,10 +64,10 @@ def _on_off(profiled, runtime: str, feeds, workdir: Path, rounds: int
     95% intervals, :func:`profiling.statistics.ratio_entry`) of the profiled session
     (``on``) and of a second unprofiled one (``control``, the noise floor of the measurement)
     to it: three sessions of the same model, timed in interleaved rounds (each round starts
-    with another, :func:`profiling.statistics.interleaved_ms`), ONNX Runtime's idle threads
-    not spinning so that one session's threads do not slow the next one's run."""
+    with another, :func:`profiling.statistics.interleaved_ms`), opened as sessions that
+    take turns (the executor's ``interleaved_settings``)."""
     sessions = [make_backend(runtime, profiled.run_file, workdir, "cpu", name == "on",
-                             profiled.quantised_model, spinning=False)
+                             profiled.quantised_model, interleaved=True)
                 for name in ("off", "on", "control")]
     off, on, control = interleaved_ms([forward_timer(s, feeds) for s in sessions], rounds,
                                       warmup=2)

@@ -6,13 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
 from torch import nn
 
 from profiling import stage
 
-needs_onnxruntime = pytest.mark.runtimes  # skipped without the extra (conftest.py)
 ATTACH = {"encoder": "encoder", "head": "head"}
 
 

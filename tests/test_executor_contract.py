@@ -2,8 +2,9 @@
 
 Each registered executor opens a tiny exported model, runs it (its outputs are PyTorch's),
 gives per-node times for each timed forward that add up to at most the forward's wall time,
-and describes the precision it executed. A new executor is checked here without a line of its
-own: the parameters are the registry's."""
+describes the precision it executed, and opens sessions that take turns with the settings it
+declares. A new executor is checked here without a line of its own: the parameters are the
+registry's."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from profiling import stage
 from profiling.errors import ProfilingError
 from profiling.runtimes import executor, missing_packages, register_executor
 from profiling.runtimes import registry
+from profiling.runtimes.paired_speed import interleaved_settings
 from profiling.runtimes.registry import Executor, registered_executors
 
 
@@ -59,6 +61,10 @@ def test_an_executor_declares_what_it_runs(name):
     assert ("int8" in cls.dtypes) == bool(cls.quantiser)
     assert set(cls.packages) >= {"onnx"}  # it runs the exported ONNX model
     assert executor(name).needed("int8")[:len(cls.packages)] == cls.packages
+    settings = dict(cls.interleaved_settings)
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in settings.items())
+    assert interleaved_settings(name) == settings  # what meta.json records of such sessions
+    assert executor(name).session_settings(interleaved=False) == {}
 
 
 @pytest.mark.parametrize("name", EXECUTORS)
@@ -81,6 +87,9 @@ def test_an_executor_runs_the_model_and_times_its_nodes_within_the_forward(name,
     assert "float32" in session.node_precisions().values()
     plain = executor(name).open(model_file, folder, "cpu", profile=False, dtype="float32")
     np.testing.assert_allclose(plain.run(feeds)[0], outputs[0], rtol=1e-6, atol=1e-7)
+    taking_turns = executor(name).open(model_file, folder, "cpu", profile=False,
+                                       dtype="float32", interleaved=True)
+    np.testing.assert_allclose(taking_turns.run(feeds)[0], outputs[0], rtol=1e-6, atol=1e-7)
 
 
 def test_the_registry_refuses_a_second_name_and_int8_without_a_quantiser(monkeypatch):
@@ -97,6 +106,13 @@ def test_the_registry_refuses_a_second_name_and_int8_without_a_quantiser(monkeyp
 
     with pytest.raises(ValueError, match="names its quantiser"):
         register_executor(Unquantised)
+
+    class Untyped(Executor):
+        name, interleaved_settings = "untyped", {"threads": 1}
+
+    with pytest.raises(TypeError, match="interleaved_settings maps setting names to string "
+                                        "values"):
+        register_executor(Untyped)
     with pytest.raises(ProfilingError, match="unknown runtime 'tensorrt'; accepted: "
                                              "onnxruntime, openvino$"):
         executor("tensorrt")
@@ -184,3 +200,40 @@ def test_the_app_refuses_a_device_or_dtype_the_executor_does_not_declare(monkeyp
     with pytest.raises(ConfigError, match="add run.runtime=onnxruntime or run.runtime=openvino "
                                           "or run.runtime=quantising "):
         check_runtime(Deployment(dtype="int8"), torch.device("cpu"))
+
+
+def test_quiet_keeps_every_executors_native_log_and_the_loggers_quiet_and_restores_them(
+        monkeypatch, capsys):
+    """``quiet()`` names no runtime: it enters each registered executor's
+    ``quiet_native_log`` and lowers the loggers of its packages, and puts both back, after an
+    exception too."""
+    import contextlib
+    import logging
+
+    from profiling.runtimes.quiet import quiet
+
+    monkeypatch.setattr(registry, "_EXECUTORS", dict(registry._EXECUTORS))
+    events = []
+
+    @register_executor
+    class Loud(Executor):
+        name, packages = "loud", ("onnx", "loud_runtime")
+
+        @classmethod
+        @contextlib.contextmanager
+        def quiet_native_log(cls):
+            events.append("quiet")
+            try:
+                yield
+            finally:
+                events.append("back")
+
+    logger = logging.getLogger("loud_runtime")
+    monkeypatch.setattr(logger, "level", logging.INFO)
+    with pytest.raises(RuntimeError, match="^failed$"):
+        with quiet():
+            assert events == ["quiet"] and logger.level == logging.ERROR
+            print("progress chatter")
+            raise RuntimeError("failed")
+    assert events == ["quiet", "back"] and logger.level == logging.INFO
+    assert capsys.readouterr().out == ""

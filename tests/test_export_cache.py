@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from export_cache_models import (ATTACH, Branching, Scaled, leftovers, needs_onnxruntime,
-                                 output_matches, run_cached, tiny_model)
+from export_cache_models import (ATTACH, Branching, Scaled, leftovers, output_matches,
+                                 run_cached, tiny_model)
 from profiling.runtimes.cache import MANIFEST, entry_limit, export_key, read_entry
+from runtime_models import needs_onnxruntime
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,9 @@ import pytest
 import torch
 from torch import nn
 
-from export_cache_models import needs_onnxruntime, output_matches, run_cached, tiny_model
+from export_cache_models import output_matches, run_cached, tiny_model
 from profiling.runtimes.cache import MANIFEST, export_key
+from runtime_models import needs_onnxruntime
 
 def _changed(value):
     """A value of the same kind that differs from ``value``."""

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from export_cache_models import (Branching, Scaled, leftovers, needs_onnxruntime, run_cached,
-                                 tiny_model)
+from export_cache_models import Branching, Scaled, leftovers, run_cached, tiny_model
 from profiling.runtimes.workdir import DiskFull
+from runtime_models import needs_onnxruntime
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,8 @@ def test_a_full_temporary_disk_is_a_failure_naming_the_disk(where, tmp_path, mon
         monkeypatch.setattr(export.ExportedModel, "save_map", _disk_full)
     elif where == "the quantiser":
         dtype = "int8"
-        monkeypatch.setattr("profiling.runtimes.quantize.quantize_onnxruntime", _disk_full)
+        monkeypatch.setattr("profiling.runtimes.onnxruntime_backend.quantize_onnxruntime",
+                            _disk_full)
     elif where == "a wrapped message":
         def wrapped(*args, **kwargs):
             raise RuntimeError("failed to save: [Errno 28] No space left on device")

@@ -18,8 +18,7 @@ from profiling import ProfilingError, stage
 from profiling.errors import MissingExtra
 from profiling.runtimes import require_runtime
 from profiling.runtimes.runtime_profile import output_difference
-
-needs_onnxruntime = pytest.mark.runtimes  # skipped without the extra (conftest.py)
+from runtime_models import needs_onnxruntime
 
 
 def _broken_package(tmp_path, monkeypatch, name: str) -> None:
@@ -356,7 +355,7 @@ def test_a_quantiser_that_fails_is_named_as_the_quantiser(monkeypatch, tmp_path)
     def fail(*args, **kwargs):
         raise KeyError("node_select_4")
 
-    monkeypatch.setattr("profiling.runtimes.quantize.quantize_onnxruntime", fail)
+    monkeypatch.setattr("profiling.runtimes.onnxruntime_backend.quantize_onnxruntime", fail)
     torch.manual_seed(0)
     with pytest.raises(ProfilingError, match=r"^onnxruntime runs no part of _Refused: the "
                                              r"whole model: ONNX Runtime's quantiser could not "

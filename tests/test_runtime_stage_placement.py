@@ -10,9 +10,7 @@ from torch import nn
 from profiling.runtimes.graph import OnnxGraph
 from profiling.runtimes.main_operator import nearest_main
 from profiling.runtimes.stage_map import StageMap
-
-needs_onnxruntime = pytest.mark.runtimes  # skipped without the extra (conftest.py)
-needs_openvino = pytest.mark.runtimes
+from runtime_models import needs_onnxruntime, needs_openvino
 
 
 def _graph() -> OnnxGraph:

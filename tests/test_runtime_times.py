@@ -13,11 +13,7 @@ from torch import nn
 from profiling.runtimes.openvino_backend import per_inference_times
 from profiling.runtimes.runtime_profile import forward_calls, precision_shares
 from profiling.stages.markers import StageCall
-
-needs_onnxruntime = pytest.mark.runtimes  # skipped without the extra (conftest.py)
-needs_openvino = pytest.mark.runtimes
-
-ATTACH = {"stem": "stem", "body": "body", "head": "head"}
+from runtime_models import needs_onnxruntime, needs_openvino, seeded
 
 
 class Small(nn.Module):
@@ -33,9 +29,12 @@ class Small(nn.Module):
         return self.head(self.body(self.stem(x)))
 
 
+#: Small's stages, attached to its modules.
+ATTACH = {"stem": "stem", "body": "body", "head": "head"}
+
+
 def _small() -> tuple[nn.Module, torch.Tensor]:
-    torch.manual_seed(0)
-    return Small().eval(), torch.randn(1, 3, 32, 32)
+    return seeded(Small, 1, 3, 32, 32)
 
 
 def _openvino_readings(true_us: list[dict[str, int]]) -> list[tuple[int, dict[str, float]]]:

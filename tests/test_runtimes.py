@@ -14,11 +14,7 @@ from profiling import profile_model, stage
 from profiling.stages import PayloadGroup, TensorLeaf
 from profiling.runtimes.int8_payload import quantised_payload
 from profiling.runtimes.stage_map import StageMap, enclosing_paths, part_path
-
-needs_onnxruntime = pytest.mark.runtimes  # skipped without the extra (conftest.py)
-needs_openvino = pytest.mark.runtimes
-
-ATTACH = {"encoder": "encoder", "conv": "encoder.0", "head": "head"}
+from runtime_models import needs_onnxruntime, needs_openvino, seeded
 
 
 class Staged(nn.Module):
@@ -39,9 +35,12 @@ class Staged(nn.Module):
         return self.head(x)
 
 
+#: Staged's stages attached to its modules (beside its code stages).
+ATTACH = {"encoder": "encoder", "conv": "encoder.0", "head": "head"}
+
+
 def _model_and_input() -> tuple[nn.Module, torch.Tensor]:
-    torch.manual_seed(0)
-    return Staged().eval(), torch.randn(1, 3, 16, 16)
+    return seeded(Staged, 1, 3, 16, 16)
 
 
 def test_enclosing_paths_lists_every_call_around_a_stage():
@@ -246,8 +245,7 @@ class Branching(Staged):
 def test_parts_that_do_not_export_run_in_pytorch_and_say_so(runtime, dtype, tmp_path):
     from profiling.runtimes import profile_runtime
 
-    torch.manual_seed(0)
-    model, x = Branching().eval(), torch.randn(1, 3, 16, 16)
+    model, x = seeded(Branching, 1, 3, 16, 16)
     attach = {"encoder": "encoder", "conv": "encoder.0", "head": "head"}
     profiled = profile_runtime(model, (x,), runtime=runtime, dtype=dtype, repeats=2,
                                attach=attach, workdir=tmp_path / "work",
@@ -321,8 +319,7 @@ class Repeating(nn.Module):
 def test_a_stage_repeated_inside_a_part_keeps_the_call_indices_of_a_torch_run(tmp_path):
     from profiling.runtimes import profile_runtime
 
-    torch.manual_seed(0)
-    model, x = Repeating().eval(), torch.randn(1, 3, 8, 8)
+    model, x = seeded(Repeating, 1, 3, 8, 8)
     attach = {"body": "body", "block": "body.block"}
     profiled = profile_runtime(model, (x,), runtime="onnxruntime", repeats=2, attach=attach,
                                workdir=tmp_path)
@@ -424,8 +421,7 @@ def test_a_part_the_runtime_cannot_run_stays_in_pytorch(monkeypatch, tmp_path):
         return real(runtime, path, *args, **kwargs)
 
     monkeypatch.setattr(hybrid, "make_backend", refuse_the_head)
-    torch.manual_seed(0)
-    model, x = Branching().eval(), torch.randn(1, 3, 16, 16)
+    model, x = seeded(Branching, 1, 3, 16, 16)
     profiled = profile_runtime(model, (x,), runtime="onnxruntime", repeats=1,
                                attach={"encoder": "encoder", "conv": "encoder.0",
                                        "head": "head"}, workdir=tmp_path)
@@ -462,7 +458,7 @@ def test_a_model_the_runtime_cannot_run_whole_runs_in_parts(monkeypatch, tmp_pat
 @pytest.mark.runtimes
 def test_onnxruntime_on_cuda_needs_the_cuda_execution_provider(monkeypatch):
     from profiling import ProfilingError
-    from profiling.runtimes import default_provider
+    from profiling.runtimes.onnxruntime_backend import default_provider
     from zoo.deploy import Deployment
     from zoo.options import ConfigError
 
@@ -483,3 +479,33 @@ def test_onnxruntime_on_cuda_needs_the_cuda_execution_provider(monkeypatch):
     providers("TensorrtExecutionProvider", "CPUExecutionProvider")
     with pytest.raises(ProfilingError):
         default_provider("cuda")
+
+
+@pytest.mark.runtimes
+def test_onnxruntime_sessions_that_take_turns_do_not_spin_and_quiet_silences_its_log(
+        monkeypatch, tmp_path):
+    """What ONNX Runtime's executor declares is what its sessions apply: idle threads that
+    do not spin only in a session opened to take turns; and ``quiet()`` keeps its C++ log at
+    fatal errors (severity 4), back at warnings (2) afterwards."""
+    import onnxruntime
+
+    from profiling.runtimes import executor
+    from profiling.runtimes.export import export_onnx
+    from profiling.runtimes.quiet import quiet
+
+    model, x = _model_and_input()
+    path = export_onnx(model, (x,), tmp_path / "model.onnx").path
+    spinning = "session.intra_op.allow_spinning"
+
+    def options(interleaved: bool):
+        return executor("onnxruntime").open(path, tmp_path, "cpu", profile=False,
+                                            interleaved=interleaved).session.get_session_options()
+
+    assert options(True).get_session_config_entry(spinning) == "0"
+    with pytest.raises(RuntimeError, match="does not have configuration with key"):
+        options(False).get_session_config_entry(spinning)  # ONNX Runtime's default: spinning
+    severities = []
+    monkeypatch.setattr(onnxruntime, "set_default_logger_severity", severities.append)
+    with quiet():
+        assert severities == [4]
+    assert severities == [4, 2]

@@ -17,7 +17,7 @@ from typing import Any
 from .registry import Executor, executor, register_executor, registered_executors
 
 __all__ = ["RUNTIMES", "missing_packages", "require_runtime", "profile_runtime", "RuntimeProfile",
-           "EXTRA", "default_cache_folder", "default_provider", "make_workdir", "export_key",
+           "EXTRA", "default_cache_folder", "make_workdir", "export_key",
            "RUNTIME_DTYPES", "OUTPUT_SCALE_FLOOR", "judged_difference", "Executor",
            "register_executor", "registered_executors", "executor"]
 
@@ -57,7 +57,7 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(".runtime_profile", __name__), name)
     if name == "make_backend":
         return getattr(importlib.import_module(".backends", __name__), name)
-    if name in ("INTERLEAVED_SETTINGS", "forward_timer"):
+    if name in ("interleaved_settings", "forward_timer"):
         return getattr(importlib.import_module(".paired_speed", __name__), name)
     if name == "tensor_feeds":
         return getattr(importlib.import_module(".parts", __name__), name)
@@ -65,6 +65,4 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(".cache_key", __name__), name)
     if name == "make_workdir":
         return getattr(importlib.import_module(".workdir", __name__), name)
-    if name == "default_provider":
-        return getattr(importlib.import_module(".onnxruntime_backend", __name__), name)
     raise AttributeError(f"module 'profiling.runtimes' has no attribute '{name}'")

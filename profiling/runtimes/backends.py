@@ -34,15 +34,16 @@ def runtime_failure(runtime: str, error: BaseException) -> str:
 
 
 def make_backend(runtime: str, path: Path, workdir: Path, device_type: str, profile: bool,
-                 quantised_model: Any = None, *, spinning: bool = True,
+                 quantised_model: Any = None, *, interleaved: bool = False,
                  dtype: str = "float32") -> ExecutorSession:
     """A session of the file at ``path`` (or of the quantiser's ``quantised_model``) in the
     executor registered as ``runtime`` (:meth:`~.registry.Executor.open`), its profiler on
-    when ``profile``; ``spinning=False`` keeps idle threads from spinning (for sessions that
-    take turns on the same cores). ``dtype`` is the run's: the floating operators execute in
-    it (``int8``: the operators left in float in float32), never in a runtime's default."""
+    when ``profile``; ``interleaved``: it takes turns with other sessions on the same cores,
+    with the executor's ``interleaved_settings``. ``dtype`` is the run's: the floating
+    operators execute in it (``int8``: the operators left in float in float32), never in a
+    runtime's default."""
     return executor(runtime).open(path, workdir, device_type, profile=profile, dtype=dtype,
-                                  quantised=quantised_model, spinning=spinning)
+                                  quantised=quantised_model, interleaved=interleaved)
 
 
 def quantise(runtime: str, exported: ExportedModel, workdir: Path,

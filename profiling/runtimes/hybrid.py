@@ -11,6 +11,7 @@ for a stage with parts and PyTorch code inside.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
@@ -30,7 +31,7 @@ from .int8_payload import quantise_call_payloads
 from .quiet import quiet
 from .runtime_profile import (RuntimeProfile, call_paths, forward_calls,
                               record_output_difference, record_nodes, runtime_stage_map)
-from .stage_map import enclosing_paths, part_path
+from .stage_map import StageMap, enclosing_paths, part_path
 
 __all__ = ["profile_parts"]
 
@@ -109,6 +110,104 @@ def _engines(calls: Sequence[StageCall], paths: Mapping[int, str], inside: set[s
     return labels
 
 
+@dataclass
+class _RunningPart:
+    """A part open in the runtime: its profiled session, the file it runs, the map of the
+    session's nodes to the part's stages, and the values its quantiser quantised (int8)."""
+
+    part: Part
+    backend: Any
+    run_path: Path
+    stage_map: StageMap
+    quantised: set[str]
+
+
+def _open_parts(model: torch.nn.Module, parts: Sequence[Part], runtime: str, dtype: str,
+                calibration: Optional[Sequence[Any]], workdir: Path, device_type: str,
+                in_torch: dict[str, str]) -> list[_RunningPart]:
+    """The parts the runtime opens; each it cannot run stays in PyTorch, with its reason in
+    ``in_torch``."""
+    running = []
+    for part in parts:
+        try:
+            backend, run_path, values = _part_backend(model, part, runtime, dtype, calibration,
+                                                      workdir, device_type)
+        except Exception as error:  # noqa: BLE001  (a part the runtime cannot run: PyTorch)
+            in_torch[part.path] = runtime_failure(runtime, error)
+            continue
+        running.append(_RunningPart(part, backend, run_path,
+                                    runtime_stage_map(part.exported, run_path, backend), values))
+    return running
+
+
+@dataclass
+class _InnerTimes:
+    """The runtime's side of the timed forwards: per part, each forward's stage times by full
+    stage path (``runs``) and its stage paths -> the paths inside the part (``own``); every
+    stage path inside a part (``inside``); the node time that maps to stages and all of it
+    (ms, for ``mapped_share``); and per part its session, stage map and node times."""
+
+    runs: list[list[dict[str, float]]] = field(default_factory=list)
+    own: list[dict[str, str]] = field(default_factory=list)
+    inside: set[str] = field(default_factory=set)
+    mapped_ms: float = 0.0
+    node_ms: float = 0.0
+    sessions: list[tuple[Any, StageMap, list[dict[str, float]]]] = field(default_factory=list)
+
+
+def _inner_times(running: Sequence[_RunningPart], count: int) -> _InnerTimes:
+    """The stage times of the last ``count`` calls of each part, placed under the stage path
+    open where the part was called, from its session's node times."""
+    inner = _InnerTimes()
+    for opened in running:
+        part, before = opened.part, opened.part.captured.calls_before
+        prefixes = part.prefixes[-count:]
+        node_runs = opened.backend.node_times(0)[-count:]
+        inner.sessions.append((opened.backend, opened.stage_map, node_runs))
+        runs = []
+        for prefix, node_times in zip(prefixes, node_runs):
+            times, unmapped = opened.stage_map.stage_times(node_times)
+            runs.append({part_path(prefix, p, before): ms for p, ms in times.items()})
+            top = sum(ms for p, ms in times.items() if "/" not in p)
+            if prefix:  # a node outside the part's own stages is in the stage around it
+                top, unmapped = top + unmapped, 0.0
+            inner.mapped_ms, inner.node_ms = inner.mapped_ms + top, inner.node_ms + top + unmapped
+        inner.runs.append(runs)
+        prefix = prefixes[-1] if prefixes else ""
+        own = {part_path(prefix, p, before): p for tag in set(
+            part.exported.node_stages.values()) for p in enclosing_paths(tag)}
+        inner.own.append(own)
+        inner.inside.update(own)
+    return inner
+
+
+def _quantised_part_payloads(calls: Sequence[StageCall], paths: Mapping[int, str],
+                             running: Sequence[_RunningPart], inner: _InnerTimes) -> None:
+    """int8: the payload of each stage call inside a part, as its quantiser left it."""
+    for opened, own in zip(running, inner.own):
+        exported = opened.part.exported
+        graph = load_graph(exported.path)
+        quantise_call_payloads(calls, {c.index: own[paths[c.index]] for c in calls
+                                       if paths.get(c.index) in own},
+                               exported.node_stages, graph,
+                               graph.carried_quantised(opened.quantised))
+
+
+def _timed_calls(hybrid: ProfileResult, calls: Sequence[StageCall], paths: Mapping[int, str],
+                 inner: _InnerTimes, metric: str) -> list[list[StageCall]]:
+    """Each timed forward's stage calls: PyTorch's wall time for a stage it entered, else the
+    runtime's node times of the part it is in."""
+    timed = []
+    for index, (forward, total) in enumerate(zip(hybrid.timed, hybrid.forward_ms)):
+        stages = [c for c in forward if c.kind == "stage"]
+        measured = {path: c.metrics.get(metric, 0.0)
+                    for c, path in zip(stages, call_paths(stages).values())}
+        for runs in inner.runs:
+            measured.update({p: ms for p, ms in runs[index].items() if p not in measured})
+        timed.append(forward_calls(calls, paths, measured, metric, total))
+    return timed
+
+
 def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResult,
                   entry: CachedExport, deployment: dict[str, Any], *, runtime: str,
                   dtype: str, warmup: int, repeats: Union[int, AutoRepeats],
@@ -118,94 +217,46 @@ def profile_parts(model: torch.nn.Module, inputs: tuple, reference: ProfileResul
     """Profile ``model`` with its exported parts (``entry.parts``) in ``runtime`` and the
     rest in PyTorch; a :class:`~.profile.RuntimeProfile` as for a whole model."""
     captured = capture_module_calls(model, inputs, attach)
-    parts = [Part(path, exported, captured[path]) for path, exported in entry.parts.items()
-             if path in captured]
     in_torch = dict(entry.in_torch)
-    running, backends, maps, files, quantised = [], [], [], [], []
-    for part in parts:
-        try:
-            backend, run_path, values = _part_backend(model, part, runtime, dtype, calibration,
-                                              workdir, device_type)
-        except Exception as error:  # noqa: BLE001  (a part the runtime cannot run: PyTorch)
-            in_torch[part.path] = runtime_failure(runtime, error)
-            continue
-        running.append(part)
-        quantised.append(values)
-        backends.append(backend)
-        maps.append(runtime_stage_map(part.exported, run_path, backend))
-        files.extend(dict.fromkeys([part.exported.path, run_path]))
-    parts = running
-    if not parts:
+    running = _open_parts(model, [Part(path, exported, captured[path]) for path, exported
+                                  in entry.parts.items() if path in captured],
+                          runtime, dtype, calibration, workdir, device_type, in_torch)
+    if not running:
         raise ProfilingError(_nothing_runs(model, runtime, in_torch))
     timer = "cuda_time" if device_type == "cuda" else "cpu_time"
-    metric = f"{timer}_ms"
 
     def after_forward(phase: str, done: int, total: int) -> None:
         """Called after each forward, outside its timed span: the counters are read here."""
-        for backend in backends:
-            backend.record()
+        for opened in running:
+            opened.backend.record()
         if progress:
             progress(phase, done, total)
 
-    with runtime_parts(model, parts, [backend.run for backend in backends]):
+    with runtime_parts(model, [r.part for r in running], [r.backend.run for r in running]):
         hybrid = profile_model(model, inputs, collectors=[timer], warmup=warmup,
                                repeats=repeats, attach=attach, progress=after_forward)
-    count = len(hybrid.timed)
-    inner_runs = []  # per part: per timed forward, full stage path -> ms
-    inside: set[str] = set()
-    part_paths: list[dict[str, str]] = []  # per part: full stage path -> path in the part
-    mapped_ms = node_ms = 0.0
-    sessions = []  # per part: its backend, stage map and node times per forward
-    for part, backend, stage_map in zip(parts, backends, maps):
-        prefixes = part.prefixes[-count:]
-        before = part.captured.calls_before
-        runs = []
-        node_runs = backend.node_times(0)[-count:]
-        sessions.append((backend, stage_map, node_runs))
-        for prefix, node_times in zip(prefixes, node_runs):
-            times, unmapped = stage_map.stage_times(node_times)
-            runs.append({part_path(prefix, p, before): ms for p, ms in times.items()})
-            top = sum(ms for p, ms in times.items() if "/" not in p)
-            if prefix:  # a node outside the part's own stages is in the stage around it
-                top, unmapped = top + unmapped, 0.0
-            mapped_ms, node_ms = mapped_ms + top, node_ms + top + unmapped
-        inner_runs.append(runs)
-        prefix = prefixes[-1] if prefixes else ""
-        own = {part_path(prefix, p, before): p for tag in set(
-            part.exported.node_stages.values()) for p in enclosing_paths(tag)}
-        part_paths.append(own)
-        inside.update(own)
+    inner = _inner_times(running, len(hybrid.timed))
     calls = list(reference.calls)
     paths = call_paths(calls)
-    if dtype == "int8":  # the payload inside each part, as its quantiser left it
-        for part, own, values in zip(parts, part_paths, quantised):
-            graph = load_graph(part.exported.path)
-            quantise_call_payloads(calls, {c.index: own[paths[c.index]] for c in calls
-                                           if paths.get(c.index) in own},
-                                   part.exported.node_stages, graph,
-                                   graph.carried_quantised(values))
-    timed = []
-    for index, (forward, total) in enumerate(zip(hybrid.timed, hybrid.forward_ms)):
-        stages = [c for c in forward if c.kind == "stage"]
-        measured = {path: c.metrics.get(metric, 0.0)
-                    for c, path in zip(stages, call_paths(stages).values())}
-        for runs in inner_runs:
-            measured.update({p: ms for p, ms in runs[index].items() if p not in measured})
-        timed.append(forward_calls(calls, paths, measured, metric, total))
+    if dtype == "int8":
+        _quantised_part_payloads(calls, paths, running, inner)
+    timed = _timed_calls(hybrid, calls, paths, inner, f"{timer}_ms")
     counter = reference.collectors.get("op_counts")
     rows = with_other_calls(calls, counter.total.as_dict() if counter else {})
     stages = aggregate_stages(rows, timed)
-    part_roots = {p.prefixes[-1] for p in parts if p.prefixes}
-    stages["engine"] = _engines(rows, call_paths(rows), inside, part_roots, runtime)
-    deployment.update(backends[0].describe() if backends else {"runtime": runtime})
-    record_nodes(deployment, sessions)
-    deployment["parts"] = {part.path: str(part.exported.path) for part in parts}
+    part_roots = {r.part.prefixes[-1] for r in running if r.part.prefixes}
+    stages["engine"] = _engines(rows, call_paths(rows), inner.inside, part_roots, runtime)
+    deployment.update(running[0].backend.describe())
+    record_nodes(deployment, inner.sessions)
+    deployment["parts"] = {r.part.path: str(r.part.exported.path) for r in running}
     deployment["in_torch"] = in_torch
-    deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None
+    deployment["mapped_share"] = round(inner.mapped_ms / inner.node_ms, 4) if inner.node_ms \
+        else None
     outputs = tensor_feeds(hybrid.output)
     record_output_difference(deployment, dtype, reference.output, outputs)
     result = ProfileResult(calls=calls, events=reference.events, timed=timed,
                            forward_ms=list(hybrid.forward_ms), stages=stages,
                            output=reference.output, collectors=reference.collectors,
                            notes=list(reference.notes), noise=hybrid.noise)
+    files = list(dict.fromkeys(f for r in running for f in (r.part.exported.path, r.run_path)))
     return RuntimeProfile(result, deployment, None, outputs, None, files=files)

@@ -15,17 +15,13 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
-__all__ = ["MAIN_ONNX_OPS", "MAIN_OPENVINO_TYPES", "FUSED_ONNX_OPS", "FUSE_HOPS",
-           "is_main_fx_target", "nearest_main"]
+__all__ = ["MAIN_ONNX_OPS", "FUSED_ONNX_OPS", "FUSE_HOPS", "is_main_fx_target", "nearest_main"]
 
 #: ONNX (and ONNX Runtime's fused and quantised) operators that are a node's main operator.
 MAIN_ONNX_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum", "FusedConv",
                            "FusedMatMul", "FusedGemm", "QLinearConv", "QLinearMatMul",
                            "ConvInteger", "MatMulInteger", "MatMulIntegerToFloat",
                            "DynamicQuantizeMatMul", "NhwcConv", "QGemm"})
-#: OpenVINO CPU plugin layer types that run a convolution or a matrix product.
-MAIN_OPENVINO_TYPES = frozenset({"Convolution", "GroupConvolution", "Deconvolution",
-                                 "FullyConnected", "MatMul", "Gemm"})
 #: Operators that runtimes fuse into a preceding convolution or matrix product.
 FUSED_ONNX_OPS = frozenset({"BatchNormalization", "Relu", "Clip", "Sigmoid", "HardSigmoid",
                             "HardSwish", "LeakyRelu", "PRelu", "Tanh", "Elu", "Selu", "Gelu",

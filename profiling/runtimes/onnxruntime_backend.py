@@ -8,9 +8,11 @@ name leads nowhere is placed by the values it produces.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -20,12 +22,12 @@ from .main_operator import MAIN_ONNX_OPS
 from .registry import Executor, register_executor
 
 __all__ = ["OnnxRuntimeExecutor", "OnnxRuntimeBackend", "cuda_provider_available",
-           "default_provider"]
+           "default_provider", "quantize_onnxruntime"]
 
 _KERNEL = "_kernel_time"
 _CUDA = "CUDAExecutionProvider"
-#: ONNX Runtime's log severity that prints only fatal errors (0 verbose ... 4 fatal).
-_FATAL = 4
+#: ONNX Runtime's log severities (0 verbose ... 4 fatal): fatal errors only, and its default.
+_FATAL, _WARNING = 4, 2
 
 
 @register_executor
@@ -37,6 +39,24 @@ class OnnxRuntimeExecutor(Executor):
     devices = ("cpu", "cuda")
     dtypes = ("float32", "int8")
     quantiser = "ONNX Runtime's quantiser"
+    #: Its idle intra-op threads spin after a run by default, into the forward of the session
+    #: (or PyTorch model) that runs next on the same cores.
+    interleaved_settings = {"session.intra_op.allow_spinning": "0"}
+
+    @classmethod
+    @contextlib.contextmanager
+    def quiet_native_log(cls) -> Iterator[None]:
+        """ONNX Runtime's default logger (its C++ code writes to the terminal itself) at fatal
+        errors only, back at warnings afterwards; nothing where it is not loaded yet."""
+        onnxruntime = sys.modules.get("onnxruntime")
+        if onnxruntime is None:
+            yield
+            return
+        onnxruntime.set_default_logger_severity(_FATAL)
+        try:
+            yield
+        finally:
+            onnxruntime.set_default_logger_severity(_WARNING)
 
     def check_device(self, device_type: str) -> None:
         """Refuse ``cuda`` where this ONNX Runtime lacks CUDA's provider
@@ -46,19 +66,43 @@ class OnnxRuntimeExecutor(Executor):
 
     def open(self, model_file: Path, workdir: Path, device_type: str, *, profile: bool = True,
              dtype: str = "float32", quantised: Any = None,
-             spinning: bool = True) -> "OnnxRuntimeBackend":
+             interleaved: bool = False) -> "OnnxRuntimeBackend":
         """A session on ``device_type``'s provider; the file says the precision (float32, or
         the quantiser's QDQ operators for int8)."""
         return OnnxRuntimeBackend(model_file, workdir, provider=default_provider(device_type),
-                                  profile=profile, spinning=spinning)
+                                  profile=profile, settings=self.session_settings(interleaved))
 
     def quantise(self, model_file: Path, input_names: Sequence[str], workdir: Path,
                  calibration: Sequence[Sequence[np.ndarray]]) -> tuple[Path, Any, set[str]]:
         """The QDQ model written next to the others in ``workdir``."""
-        from .quantize import quantize_onnxruntime
-
         target = workdir / f"{model_file.stem}.int8.onnx"
         return target, None, quantize_onnxruntime(model_file, target, input_names, calibration)
+
+
+class _Feeds:
+    """ONNX Runtime's ``CalibrationDataReader`` protocol over a list of feeds."""
+
+    def __init__(self, names: Sequence[str], feeds: Sequence[Sequence[np.ndarray]]) -> None:
+        self._items = iter([dict(zip(names, feed)) for feed in feeds])
+
+    def get_next(self) -> Any:
+        return next(self._items, None)
+
+
+def quantize_onnxruntime(source: Path, target: Path, input_names: Sequence[str],
+                         calibration: Sequence[Sequence[np.ndarray]]) -> set[str]:
+    """Quantise ``source`` into ``target`` by static post-training quantisation (QDQ: int8
+    weights per channel, uint8 activations, calibrated on the feeds of ``calibration``) and
+    return the names of the values it quantises (those a ``QuantizeLinear`` reads): a stage
+    boundary crosses in int8 only where its value is quantised."""
+    import onnx
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    quantize_static(str(source), str(target), _Feeds(input_names, calibration),
+                    quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    model = onnx.load(str(target), load_external_data=False)
+    return {node.input[0] for node in model.graph.node if node.op_type == "QuantizeLinear"}
 
 
 class OnnxRuntimeBackend:
@@ -69,17 +113,16 @@ class OnnxRuntimeBackend:
         workdir: where the profiler trace and the optimised graph go.
         provider: ``CPUExecutionProvider``, ``CUDAExecutionProvider``, ...
         profile: turn the runtime's profiler on.
-        spinning: let the intra-op threads spin between runs (ONNX Runtime's default, the
-            lowest latency for one session alone); off where two sessions, or a session and
-            PyTorch, take turns on the same cores, so that one's spinning threads do not slow
-            the other.
+        settings: session configuration entries over ONNX Runtime's defaults (the
+            executor's ``interleaved_settings`` for sessions that take turns).
         fused: let ONNX Runtime optimise the graph (fuse nodes, its default); off, each
             exported node runs as it is.
         name: the executor's name, as :meth:`describe` gives it.
     """
 
     def __init__(self, path: Path, workdir: Path, *, provider: str = "CPUExecutionProvider",
-                 profile: bool = True, spinning: bool = True, fused: bool = True,
+                 profile: bool = True, settings: Optional[Mapping[str, str]] = None,
+                 fused: bool = True,
                  name: str = "onnxruntime") -> None:
         import onnxruntime as ort
 
@@ -88,8 +131,8 @@ class OnnxRuntimeBackend:
         if not fused:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         self.name = name
-        if not spinning:
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        for key, value in (settings or {}).items():
+            options.add_session_config_entry(key, value)
         if profile:
             options.enable_profiling = True
             options.profile_file_prefix = str(workdir / f"{path.stem}.ort_profile")

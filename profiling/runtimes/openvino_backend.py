@@ -23,13 +23,17 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from .main_operator import MAIN_OPENVINO_TYPES
 from .registry import Executor, register_executor
 
-__all__ = ["OpenVinoExecutor", "OpenVinoBackend", "PRECISION_HINTS", "per_inference_times"]
+__all__ = ["OpenVinoExecutor", "OpenVinoBackend", "PRECISION_HINTS", "per_inference_times",
+           "quantize_nncf", "MAIN_OPENVINO_TYPES"]
 
 #: The dtype a run names -> OpenVINO's ``INFERENCE_PRECISION_HINT``.
 PRECISION_HINTS = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+#: The CPU plugin's layer types that run a convolution or a matrix product (the main operator
+#: of a fused node, :mod:`.main_operator`).
+MAIN_OPENVINO_TYPES = frozenset({"Convolution", "GroupConvolution", "Deconvolution",
+                                 "FullyConnected", "MatMul", "Gemm"})
 #: OpenVINO's element type names -> the names the run folder uses.
 _PRECISION_NAMES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "i8": "int8",
                     "u8": "int8", "i32": "int32", "i64": "int64", "u1": "bool"}
@@ -73,7 +77,7 @@ class OpenVinoExecutor(Executor):
 
     def open(self, model_file: Path, workdir: Path, device_type: str, *, profile: bool = True,
              dtype: str = "float32", quantised: Any = None,
-             spinning: bool = True) -> "OpenVinoBackend":
+             interleaved: bool = False) -> "OpenVinoBackend":
         """A compiled model on the CPU plugin, its floating operators in ``dtype`` (int8
         keeps those it does not quantise in float32), never in OpenVINO's default."""
         return OpenVinoBackend(quantised if quantised is not None else model_file,
@@ -82,10 +86,31 @@ class OpenVinoExecutor(Executor):
     def quantise(self, model_file: Path, input_names: Sequence[str], workdir: Path,
                  calibration: Sequence[Sequence[np.ndarray]]) -> tuple[Path, Any, set[str]]:
         """NNCF's ``openvino.Model``, which :meth:`open` takes in place of the file."""
-        from .quantize import quantize_nncf
-
         model, quantised = quantize_nncf(model_file, calibration)
         return model_file, model, quantised
+
+
+def quantize_nncf(source: Path, calibration: Sequence[Sequence[np.ndarray]]
+                  ) -> tuple[Any, set[str]]:
+    """NNCF's int8 ``openvino.Model`` of ``source`` (static post-training quantisation
+    calibrated on the feeds of ``calibration``), and the names of the values it quantises
+    (the inputs of its ``FakeQuantize`` nodes, named as in the ONNX graph): a stage boundary
+    crosses in int8 only where its value is quantised."""
+    import nncf
+    import openvino as ov
+
+    model = ov.Core().read_model(str(source))
+    dataset = nncf.Dataset([dict(enumerate(feed)) for feed in calibration])
+    # every calibration item given and no more (NNCF's default asks for 300)
+    quantised_model = nncf.quantize(model, dataset, subset_size=len(calibration))
+    quantised = set()
+    for op in quantised_model.get_ordered_ops():
+        if op.get_type_name() != "FakeQuantize":
+            continue
+        value = op.input_value(0)
+        if value.get_node().get_type_name() != "Constant":  # a weight crosses no stage
+            quantised.update(value.get_names())
+    return quantised_model, quantised
 
 
 class OpenVinoBackend:

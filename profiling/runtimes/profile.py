@@ -2,11 +2,12 @@
 
 :func:`profile_runtime` runs the untimed PyTorch passes (payload, counts) as
 :func:`~profiling.runner.profile_model` does, exports the model to ONNX with every node tagged
-with its stages (:mod:`.export`), quantises it for ``dtype="int8"`` (:mod:`.quantize`), then
-times the warm-up and repeated inferences in the runtime with its own profiler on. Each node's
-time goes to its stage call and every call around it (:mod:`.stage_map`); the time that maps to
-no stage, the runtime's own work between nodes included, is the ``other`` row, so the top-level
-stages plus ``other`` add up to the measured forward.
+with its stages (:mod:`.export`), quantises it for ``dtype="int8"`` (by the executor's
+quantiser), then times the warm-up and repeated inferences in the runtime with its own
+profiler on. Each node's time goes to its stage call and every call around it
+(:mod:`.stage_map`); the time that maps to no stage, the runtime's own work between nodes
+included, is the ``other`` row, so the top-level stages plus ``other`` add up to the measured
+forward.
 """
 
 from __future__ import annotations

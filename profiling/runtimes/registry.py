@@ -2,19 +2,23 @@
 
 An executor is one module with one :class:`Executor` subclass: its name, the packages it needs
 (float32, and what int8 adds), the device types and dtypes it runs, its quantiser, ``open``
-(a profiled or plain session of an exported ONNX model) and ``quantise``. A session
-(:class:`ExecutorSession`) runs feeds, gives the per-node times of each forward and describes
-the deployment. Everything that names runtimes (``run.runtime``'s accepted values, the dtypes
-each runs, the packages to install, the app's checks) reads them from here;
-``tests/test_executor_contract.py`` runs every registered executor.
+(a profiled or plain session of an exported ONNX model) and ``quantise``, what its sessions
+change from the runtime's defaults when they take turns with others
+(``interleaved_settings``), and how its native log is kept quiet (``quiet_native_log``). A
+session (:class:`ExecutorSession`) runs feeds, gives the per-node times of each forward and
+describes the deployment. Everything that names runtimes (``run.runtime``'s accepted values,
+the dtypes each runs, the packages to install, the app's checks, the session settings that
+``meta.json`` records) reads them from here, and no module outside an executor's own names a
+runtime; ``tests/test_executor_contract.py`` runs every registered executor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 from pathlib import Path
-from typing import Any, ClassVar, Optional, Protocol, Sequence, TypeVar
+from typing import Any, ClassVar, ContextManager, Mapping, Optional, Protocol, Sequence, TypeVar
 
 from ..errors import ProfilingError
 
@@ -75,6 +79,18 @@ class Executor:
     dtypes: ClassVar[tuple[str, ...]] = ("float32",)
     #: The quantiser of its int8 runs, as a failure names it (``""``: no int8).
     quantiser: ClassVar[str] = ""
+    #: What a session opened with ``interleaved=True`` changes from the runtime's defaults,
+    #: setting -> value: such sessions take turns with other sessions (or PyTorch) on the
+    #: same cores (the paired speed figures, ``zoo.compare --run``), and ``meta.json``
+    #: records these beside their times (``{}``: it runs as its defaults say).
+    interleaved_settings: ClassVar[Mapping[str, str]] = {}
+
+    @classmethod
+    def quiet_native_log(cls) -> ContextManager[None]:
+        """A context in which the runtime's own log, which its native code writes to the
+        terminal past Python's streams and loggers, prints fatal errors only, back at its
+        default afterwards (:func:`~.quiet.quiet` enters it); nothing to do by default."""
+        return contextlib.nullcontext()
 
     def needed(self, dtype: str) -> tuple[str, ...]:
         """The packages a run of ``dtype`` needs."""
@@ -89,12 +105,18 @@ class Executor:
 
     def open(self, model_file: Path, workdir: Path, device_type: str, *, profile: bool = True,
              dtype: str = "float32", quantised: Any = None,
-             spinning: bool = True) -> ExecutorSession:
+             interleaved: bool = False) -> ExecutorSession:
         """A session of the ONNX model at ``model_file`` (or the quantiser's ``quantised``
         model) on ``device_type``, its profiler on when ``profile``, its floating operators
         in ``dtype`` (``int8``: those left in float32); ``workdir`` takes what the profiler
-        writes; ``spinning=False`` asks idle threads not to spin (sessions taking turns)."""
+        writes; ``interleaved``: it takes turns with other sessions on the same cores, with
+        :attr:`interleaved_settings` applied (:meth:`session_settings`)."""
         raise NotImplementedError
+
+    def session_settings(self, interleaved: bool) -> dict[str, str]:
+        """The settings a session applies over the runtime's defaults: the
+        :attr:`interleaved_settings` when it takes turns, else none."""
+        return dict(self.interleaved_settings) if interleaved else {}
 
     def quantise(self, model_file: Path, input_names: Sequence[str], workdir: Path,
                  calibration: Sequence[Sequence[Any]]) -> tuple[Path, Any, set[str]]:
@@ -115,6 +137,10 @@ def register_executor(cls: ExecutorType) -> ExecutorType:
     if ("int8" in cls.dtypes) != bool(cls.quantiser):
         raise ValueError(f"{cls.__name__}: an executor that runs int8 names its quantiser, "
                          f"and only one that does")
+    if not all(isinstance(key, str) and isinstance(value, str)
+               for key, value in dict(cls.interleaved_settings).items()):
+        raise TypeError(f"{cls.__name__}: interleaved_settings maps setting names to string "
+                        f"values (as meta.json records them)")
     holder = _EXECUTORS.get(cls.name)
     if holder is not None and holder.__qualname__ != cls.__qualname__:
         raise ValueError(f"two executors named {cls.name!r}: {holder.__name__} and "

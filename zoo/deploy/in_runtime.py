@@ -118,9 +118,9 @@ PROFILER_OVERHEAD_NOTED = 1.05
 #: Below this ratio the unprofiled forward was the slower one: noise, not the profiler.
 PROFILER_OVERHEAD_NOISE = 0.95
 #: A float32 runtime output further than this from PyTorch's, relative to the output's
-#: largest value, is more than float32 round-off (ONNX Runtime and OpenVINO stay near 1e-6).
+#: largest value, is more than float32 round-off (the built-in runtimes stay near 1e-6).
 FLOAT32_AGREEMENT = 1e-3
-#: The same for OpenVINO's bfloat16 (8 bits of mantissa: 0.4% per operator, accumulating).
+#: The same for a bfloat16 run (8 bits of mantissa: 0.4% per operator, accumulating).
 BFLOAT16_AGREEMENT = 0.1
 
 

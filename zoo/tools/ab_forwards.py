@@ -56,9 +56,9 @@ def _with_forwards(first: JobResult, forward_ms: list[float], noise: dict) -> Jo
     profile = replace(first.profile, forward_ms=list(forward_ms), noise=dict(noise))
     deployed = {**first.deployed, "ab_timing": PLAIN_TIMING}
     if first.runtime is not None:
-        from profiling.runtimes import INTERLEAVED_SETTINGS
+        from profiling.runtimes import interleaved_settings
 
-        deployed["ab_session_settings"] = INTERLEAVED_SETTINGS.get(deployed["runtime"], {})
+        deployed["ab_session_settings"] = interleaved_settings(deployed["runtime"])
     return replace(first, profile=profile, totals=replace(first.totals, forward_ms=forward_ms),
                    deployed=deployed)
 
@@ -89,8 +89,9 @@ def _torch_timer(job: ProfileJob) -> Callable[[], float]:
 
 
 def _runtime_timer(job: ProfileJob, first: JobResult, folder: Path) -> Callable[[], float]:
-    """One forward of the file the runtime ran (or NNCF's model), its profiler off, in a
-    session opened here once."""
+    """One forward of the file the runtime ran (or the quantiser's model), its profiler off,
+    in a session opened here once, with the settings of sessions that take turns (which the
+    side's ``meta.json`` records)."""
     from profiling.runtimes import forward_timer, make_backend, tensor_feeds  # (the extra)
 
     profiled, runtime = first.runtime, job.deployment.runtime
@@ -102,6 +103,6 @@ def _runtime_timer(job: ProfileJob, first: JobResult, folder: Path) -> Callable[
     path = folder / profiled.run_file.name
     path.write_bytes(first.files[f"{EXPORT_FOLDER}/{profiled.run_file.name}"])
     backend = make_backend(runtime, path, folder, job.device.type, False,
-                           profiled.quantised_model, dtype=job.deployment.dtype, spinning=False)
-    # (spinning off: INTERLEAVED_SETTINGS, which the side's meta.json records)
+                           profiled.quantised_model, dtype=job.deployment.dtype,
+                           interleaved=True)
     return forward_timer(backend, tensor_feeds(job.inputs))
