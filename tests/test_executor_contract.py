@@ -8,6 +8,8 @@ registry's."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -65,6 +67,8 @@ def test_an_executor_declares_what_it_runs(name):
     assert all(isinstance(k, str) and isinstance(v, str) for k, v in settings.items())
     assert interleaved_settings(name) == settings  # what meta.json records of such sessions
     assert executor(name).session_settings(interleaved=False) == {}
+    for suffix in cls.node_name_suffixes:  # each a pattern that strips something
+        assert not re.fullmatch(suffix, ""), suffix
 
 
 @pytest.mark.parametrize("name", EXECUTORS)
@@ -237,3 +241,25 @@ def test_quiet_keeps_every_executors_native_log_and_the_loggers_quiet_and_restor
             raise RuntimeError("failed")
     assert events == ["quiet", "back"] and logger.level == logging.INFO
     assert capsys.readouterr().out == ""
+
+
+def test_a_suffix_an_executor_declares_leads_a_node_name_back_to_its_exported_node(
+        monkeypatch):
+    """The stage map names no runtime: it strips the suffixes the registered executors
+    declare (``node_name_suffixes``), a new one's as soon as it is registered."""
+    from profiling.runtimes.stage_map import StageMap
+
+    monkeypatch.setattr(registry, "_EXECUTORS", dict(registry._EXECUTORS))
+
+    def placed(name):
+        return StageMap({"node_conv": "encoder#0/conv#0"}, {}).stage_of(name)
+
+    assert placed("node_conv_nchwc") == "encoder#0/conv#0"  # ONNX Runtime's layout pass
+    assert placed("node_conv_toy7") is None
+
+    @register_executor
+    class Renaming(Executor):
+        name, packages, node_name_suffixes = "renaming", ("onnx",), (r"_toy\d",)
+
+    assert placed("node_conv_toy7") == "encoder#0/conv#0"
+    assert placed("node_conv_toy") is None  # the pattern, not a prefix of it

@@ -17,11 +17,10 @@ from typing import Callable, Iterable, Optional
 
 __all__ = ["MAIN_ONNX_OPS", "FUSED_ONNX_OPS", "FUSE_HOPS", "is_main_fx_target", "nearest_main"]
 
-#: ONNX (and ONNX Runtime's fused and quantised) operators that are a node's main operator.
-MAIN_ONNX_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum", "FusedConv",
-                           "FusedMatMul", "FusedGemm", "QLinearConv", "QLinearMatMul",
-                           "ConvInteger", "MatMulInteger", "MatMulIntegerToFloat",
-                           "DynamicQuantizeMatMul", "NhwcConv", "QGemm"})
+#: ONNX operators (float and quantised) that are a node's main operator; a runtime's own fused
+#: operators are its executor's to name.
+MAIN_ONNX_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum", "QLinearConv",
+                           "QLinearMatMul", "ConvInteger", "MatMulInteger"})
 #: Operators that runtimes fuse into a preceding convolution or matrix product.
 FUSED_ONNX_OPS = frozenset({"BatchNormalization", "Relu", "Clip", "Sigmoid", "HardSigmoid",
                             "HardSwish", "LeakyRelu", "PRelu", "Tanh", "Elu", "Selu", "Gelu",

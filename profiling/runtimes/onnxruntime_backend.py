@@ -22,10 +22,14 @@ from .main_operator import MAIN_ONNX_OPS
 from .registry import Executor, register_executor
 
 __all__ = ["OnnxRuntimeExecutor", "OnnxRuntimeBackend", "cuda_provider_available",
-           "default_provider", "quantize_onnxruntime"]
+           "default_provider", "quantize_onnxruntime", "MAIN_ORT_OPS"]
 
 _KERNEL = "_kernel_time"
 _CUDA = "CUDAExecutionProvider"
+#: The operators of ONNX Runtime's optimised graph that run a convolution or matrix product:
+#: ONNX's own and the fused and quantised ones of its contrib domain.
+MAIN_ORT_OPS = MAIN_ONNX_OPS | {"FusedConv", "FusedMatMul", "FusedGemm", "NhwcConv", "QGemm",
+                                "MatMulIntegerToFloat", "DynamicQuantizeMatMul"}
 #: ONNX Runtime's log severities (0 verbose ... 4 fatal): fatal errors only, and its default.
 _FATAL, _WARNING = 4, 2
 
@@ -42,6 +46,10 @@ class OnnxRuntimeExecutor(Executor):
     #: Its idle intra-op threads spin after a run by default, into the forward of the session
     #: (or PyTorch model) that runs next on the same cores.
     interleaved_settings = {"session.intra_op.allow_spinning": "0"}
+    #: Its layout and fusion passes (``relu_nchwc``, ``reorder_token_3``), its quantiser's QDQ
+    #: values (``x_QuantizeLinear_Output``, ``head.bias_quantized``), its profile's events.
+    node_name_suffixes = ("_nchwc", r"_token_\d+", "_QuantizeLinear(_Output)?",
+                          "_DequantizeLinear(_Output)?", "_quantized", "_fused", "_kernel_time")
 
     @classmethod
     @contextlib.contextmanager
@@ -188,7 +196,7 @@ class OnnxRuntimeBackend:
         if self.optimized_path is None or not self.optimized_path.is_file():
             return set()
         return {node for node, op in load_graph(self.optimized_path).op_types.items()
-                if op in MAIN_ONNX_OPS}
+                if op in MAIN_ORT_OPS}
 
     def constituents(self) -> dict[str, list[str]]:
         """Nothing: the optimised graph does not say which nodes a fused one was made of

@@ -74,6 +74,8 @@ class OpenVinoExecutor(Executor):
     devices = ("cpu",)
     dtypes = ("float32", "bfloat16", "int8")
     quantiser = "NNCF"
+    #: NNCF's fake-quantise outputs (``node_relu_1/fq_output_0``) and the plugin's reorders.
+    node_name_suffixes = (r"_output_\d+", r"_\d+_reorder")
 
     def open(self, model_file: Path, workdir: Path, device_type: str, *, profile: bool = True,
              dtype: str = "float32", quantised: Any = None,

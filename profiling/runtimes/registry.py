@@ -84,6 +84,10 @@ class Executor:
     #: same cores (the paired speed figures, ``zoo.compare --run``), and ``meta.json``
     #: records these beside their times (``{}``: it runs as its defaults say).
     interleaved_settings: ClassVar[Mapping[str, str]] = {}
+    #: The suffixes (regular expressions) that the runtime and its quantiser append to exported
+    #: node names in the names of the nodes it runs (``relu_nchwc``): stripped, they lead back
+    #: to the exported node (:class:`~.stage_map.StageMap`).
+    node_name_suffixes: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def quiet_native_log(cls) -> ContextManager[None]:

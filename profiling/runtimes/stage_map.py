@@ -1,12 +1,13 @@
 """From a runtime's node names back to stage paths.
 
-Runtimes rename what they optimise: ONNX Runtime names a fused or re-laid-out node after its
-output value and adds suffixes (``relu_nchwc``, ``x_token_3``, ``y_QuantizeLinear``); OpenVINO
-keeps the ONNX node names and inserts reorders named after the nodes they serve. A
-:class:`StageMap` answers for any such name by trying, in order: the exported node of that name,
-the node that produced a value of that name, the same after stripping one known suffix, and the
-``/``-separated prefix, and the exported node whose name ends the name (OpenVINO's reorders,
-``x_abcd_acdb_node_Conv_3``). What it cannot place maps to ``None`` (the ``other`` row).
+Runtimes rename what they optimise: they name a fused or re-laid-out node after its output
+value and add suffixes (``relu_nchwc``, ``x_token_3``, ``y_QuantizeLinear``), or keep the ONNX
+node names and insert reorders named after the nodes they serve. A :class:`StageMap` answers
+for any such name by trying, in order: the exported node of that name, the node that produced
+a value of that name, the same after stripping one suffix that a registered executor declares
+(``node_name_suffixes``), and the ``/``-separated prefix, and the exported node whose name
+ends the name (``x_abcd_acdb_node_Conv_3``). What it cannot place maps to ``None`` (the
+``other`` row).
 """
 
 from __future__ import annotations
@@ -17,10 +18,17 @@ from typing import Iterable, Mapping, Optional
 from .graph import OnnxGraph
 from .main_operator import FUSED_ONNX_OPS, MAIN_ONNX_OPS, nearest_main
 
-__all__ = ["StageMap", "enclosing_paths", "part_path"]
+__all__ = ["StageMap", "enclosing_paths", "part_path", "name_suffixes"]
 
-_SUFFIX = re.compile(r"(_nchwc|_token_\d+|_QuantizeLinear(_Output)?|_DequantizeLinear(_Output)?"
-                     r"|_quantized|_output_\d+|_\d+_reorder|_fused|_kernel_time)$")
+
+def name_suffixes() -> re.Pattern:
+    """A pattern of any one suffix that a registered executor declares its runtime (or its
+    quantiser) appends to exported node names (``node_name_suffixes``), at a name's end."""
+    from .registry import registered_executors
+
+    suffixes = dict.fromkeys(suffix for cls in registered_executors().values()
+                             for suffix in cls.node_name_suffixes)
+    return re.compile(f"({'|'.join(suffixes)})$" if suffixes else r"(?!)")
 
 
 def enclosing_paths(path: str) -> list[str]:
@@ -87,6 +95,7 @@ class StageMap:
         self.structure = structure
         self.main_nodes = set(main_nodes)
         self.constituents = {name: list(parts) for name, parts in (constituents or {}).items()}
+        self._suffix = name_suffixes()
 
     def stage_of(self, name: str) -> Optional[str]:
         """The stage path of the node a runtime calls ``name``; ``""`` for a node outside every
@@ -154,7 +163,7 @@ class StageMap:
                 return candidate
             if candidate in self.producers:
                 return self.producers[candidate]
-            stripped = _SUFFIX.sub("", candidate)
+            stripped = self._suffix.sub("", candidate)
             if stripped != candidate:
                 candidates.append(stripped)
             if "/" in candidate:
@@ -166,7 +175,7 @@ class StageMap:
         found, queue, seen = [], [name], {name}
         while queue:
             candidate = queue.pop(0)
-            forms = [candidate, _SUFFIX.sub("", candidate), candidate.split("/")[0]]
+            forms = [candidate, self._suffix.sub("", candidate), candidate.split("/")[0]]
             for alias in (a for form in forms for a in self.aliases.get(form, ())):
                 if alias not in seen:
                     seen.add(alias)
