@@ -9,6 +9,7 @@ import timm
 import torch
 import torchvision
 from hydra import compose, initialize_config_dir
+from zoo.tools.composition import store_declared_configs
 from hydra.utils import instantiate
 
 import zoo
@@ -126,6 +127,7 @@ def test_unknown_arch_names_close_matches():
 @pytest.mark.parametrize("name, arch", [("torchvision", "mobilenet_v3_small"),
                                         ("timm", "mobilenetv3_small_050")])
 def test_configs_instantiate(name, arch):
+    store_declared_configs()  # the declared options' defaults, for Hydra
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         config = compose("profile", overrides=[f"model={name}", f"model.arch={arch}",
                                                "model.num_classes=7"])

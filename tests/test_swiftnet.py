@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
+from zoo.tools.composition import store_declared_configs
 from hydra.utils import instantiate
 
 import zoo
@@ -222,6 +223,7 @@ def test_odd_size_output_matches_input():
 
 
 def test_config_overrides_build():
+    store_declared_configs()  # the declared options' defaults, for Hydra
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         cfg = compose(config_name="profile", overrides=["experiment=swiftnet_4ch"])
         plain = compose(config_name="profile",

@@ -17,7 +17,8 @@ from typing import Any, Optional, Sequence
 
 from ..options import ConfigError
 
-__all__ = ["CONFIG_DIR", "CONFIG_GROUPS", "config_options", "compose_config", "check_overrides",
+__all__ = ["CONFIG_DIR", "CONFIG_GROUPS", "config_options", "store_declared_configs",
+           "compose_config", "check_overrides",
            "checked_configs", "checked_config", "check_composed", "config_key",
            "command_line_overrides", "hydra_value", "resolve_interpolations"]
 
@@ -39,9 +40,31 @@ CONFIG_GROUPS = ("model", "device", "input", "experiment")
 _REQUIRED = ("model", "device", "input")
 
 
+#: The configs that :func:`store_declared_configs` stores, by group (``None``: the top).
+_STORED = {None: ("zoo_options",), "input": ("default",)}
+
+
 def config_options(group: str) -> list[str]:
-    """The options of a config group (the YAML files of ``configs/<group>/``)."""
-    return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+    """The options of a config group: the YAML files of ``configs/<group>/`` and the configs
+    stored from the declared options (``input``: ``default``)."""
+    return sorted({*(p.stem for p in (CONFIG_DIR / group).glob("*.yaml")),
+                   *_STORED.get(group, ())})
+
+
+def store_declared_configs() -> None:
+    """Store the declared options' defaults (:func:`zoo.options.option_defaults`) in Hydra's
+    ConfigStore, as the configs that ``configs/profile.yaml``'s defaults list names:
+    ``zoo_options`` (``run``, ``roofline`` and the top-level options) and ``input/default``.
+    Every composition of the app's config calls it first; a launcher's worker process gets the
+    store with Hydra's own state."""
+    from hydra.core.config_store import ConfigStore
+
+    from ..options import option_defaults
+
+    defaults = option_defaults()
+    store = ConfigStore.instance()
+    store.store(group="input", name="default", node=defaults.pop("input"))
+    store.store(name="zoo_options", node=defaults)
 
 
 def compose_config(overrides: Sequence[str], config_name: str = "profile", hydra: bool = False):
@@ -53,6 +76,7 @@ def compose_config(overrides: Sequence[str], config_name: str = "profile", hydra
     from .resolvers import register_resolvers
 
     register_resolvers()
+    store_declared_configs()
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
@@ -111,7 +135,7 @@ def _model_defaults(model_name: Any) -> Optional[dict]:
 
 
 def check_composed(cfg: Any) -> None:
-    """Check a composed config against the option schema (:mod:`zoo.options.schema`); raise a
+    """Check a composed config against the option schema (:mod:`zoo.options.declared`); raise a
     one-line ``ConfigError``."""
     from omegaconf import OmegaConf
 

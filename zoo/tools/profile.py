@@ -21,7 +21,8 @@ from profiling import require_extra
 
 from .cli import called_as, exit_with, fail, raise_if_interrupted, run_tool
 from .registry import register_tool
-from .composition import CONFIG_DIR, checked_configs, config_key, hydra_value
+from .composition import (CONFIG_DIR, checked_configs, config_key, hydra_value,
+                          store_declared_configs)
 from ..options import ConfigError
 from .resolvers import register_resolvers
 
@@ -247,6 +248,7 @@ def _main() -> None:
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()  # a config composed before (the checks, a test) is done
+    store_declared_configs()  # --help composes without the checks
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra's own failures reach run_tool: one line
     outcome_folder = Path(tempfile.mkdtemp(prefix="stagezoo-sweep-"))
     sys.argv[1:] = [*_staged(arguments, staged), *_outcome_override(arguments, outcome_folder)]
