@@ -40,31 +40,34 @@ CONFIG_GROUPS = ("model", "device", "input", "experiment")
 _REQUIRED = ("model", "device", "input")
 
 
-#: The configs that :func:`store_declared_configs` stores, by group (``None``: the top).
-_STORED = {None: ("zoo_options",), "input": ("default",)}
-
-
 def config_options(group: str) -> list[str]:
     """The options of a config group: the YAML files of ``configs/<group>/`` and the configs
-    stored from the declared options (``input``: ``default``)."""
-    return sorted({*(p.stem for p in (CONFIG_DIR / group).glob("*.yaml")),
-                   *_STORED.get(group, ())})
+    :func:`store_declared_configs` stores (``model``: every registered model; ``input``:
+    ``default``)."""
+    from .model_configs import model_configs
+
+    stored = {"model": tuple(model_configs()), "input": ("default",)}.get(group, ())
+    return sorted({*(p.stem for p in (CONFIG_DIR / group).glob("*.yaml")), *stored})
 
 
 def store_declared_configs() -> None:
-    """Store the declared options' defaults (:func:`zoo.options.option_defaults`) in Hydra's
-    ConfigStore, as the configs that ``configs/profile.yaml``'s defaults list names:
-    ``zoo_options`` (``run``, ``roofline`` and the top-level options) and ``input/default``.
-    Every composition of the app's config calls it first; a launcher's worker process gets the
-    store with Hydra's own state."""
+    """Store in Hydra's ConfigStore what is declared in code: the options' defaults
+    (:func:`zoo.options.option_defaults`) as the configs that ``configs/profile.yaml``'s
+    defaults list names, ``zoo_options`` (``run``, ``roofline`` and the top-level options) and
+    ``input/default``; and each registered model's node from its builder's signature
+    (``model/NAME``, :func:`~.model_configs.model_configs`). Every composition of the app's
+    config calls it first; a launcher's worker process gets the store with Hydra's state."""
     from hydra.core.config_store import ConfigStore
 
     from ..options import option_defaults
+    from .model_configs import model_configs
 
     defaults = option_defaults()
     store = ConfigStore.instance()
     store.store(group="input", name="default", node=defaults.pop("input"))
     store.store(name="zoo_options", node=defaults)
+    for name, node in model_configs().items():
+        store.store(group="model", name=name, node=node)
 
 
 def compose_config(overrides: Sequence[str], config_name: str = "profile", hydra: bool = False):
@@ -128,10 +131,11 @@ def _accepted_keys(overrides: Sequence[str], parent: str, config_name: str) -> l
 
 
 def _model_defaults(model_name: Any) -> Optional[dict]:
-    from omegaconf import OmegaConf
+    """The options of model ``model_name`` with their defaults, as its builder declares them
+    (``None`` for a name that no builder registers)."""
+    from .model_configs import model_configs
 
-    path = CONFIG_DIR / "model" / f"{model_name}.yaml"
-    return OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else None
+    return model_configs().get(str(model_name))
 
 
 def check_composed(cfg: Any) -> None:
