@@ -19,7 +19,8 @@ from ..options import ConfigError
 
 __all__ = ["CONFIG_DIR", "CONFIG_GROUPS", "config_options", "store_declared_configs",
            "compose_config", "check_overrides",
-           "checked_configs", "checked_config", "check_composed", "config_key",
+           "checked_configs", "checked_config", "check_composed", "check_before_composing",
+           "composed", "composition_problem",
            "command_line_overrides", "hydra_value", "resolve_interpolations"]
 
 
@@ -262,28 +263,30 @@ def _variants(overrides: Sequence[str]) -> list[list[str]]:
     return variants
 
 
-def _composed(overrides: Sequence[str], config_name: str) -> Any:
-    """``compose_config``, with Hydra's multi-line errors (an unknown model or option, a
+def composed(overrides: Sequence[str], config_name: str = "profile", hydra: bool = False
+             ) -> Any:
+    """:func:`compose_config`, with Hydra's multi-line errors (an unknown model or option, a
     malformed override) turned into one ``ConfigError`` line saying what is accepted."""
     try:
-        return compose_config(overrides, config_name)
+        return compose_config(overrides, config_name, hydra)
     except ConfigError:
         raise
     except Exception as error:  # noqa: BLE001  (any composition error is a bad input)
-        raise ConfigError(_explain(error, overrides, config_name)) from None
+        raise composition_problem(error, overrides, config_name) from None
 
 
-def checked_configs(overrides: Sequence[str], config_name: str = "profile") -> list:
-    """The config of every variant of ``overrides`` (the first value of each swept option,
-    then each swept value in turn), each composed once and checked once
-    (:func:`check_composed`), before anything runs: values that never choose code, the
-    experiment files it reads (bounded YAML), and a ``hydra.searchpath`` folder's Hydra
-    settings.
+def composition_problem(error: Exception, overrides: Sequence[str],
+                        config_name: str = "profile") -> ConfigError:
+    """Hydra's error composing ``overrides`` (an unknown model or option; several lines) as
+    one :class:`ConfigError` line saying what is accepted."""
+    return ConfigError(_explain(error, overrides, config_name))
 
-    Raises:
-        ConfigError: one line: what is wrong and what is accepted. Hydra's own errors span
-            several lines and suggest stack traces.
-    """
+
+def _checked_variants(overrides: Sequence[str]) -> tuple[list[list[str]], list[Path]]:
+    """The checks that compose nothing: each override's values never choose code, its form,
+    and the experiment files each variant reads (bounded YAML). Returns the overrides of every
+    variant (the first value of each swept option, then each swept value in turn), with the
+    ``hydra.searchpath`` ones, and the search path's folders."""
     from ..options import check_override
     from .search_path import search_folders, search_path_overrides
 
@@ -299,13 +302,37 @@ def checked_configs(overrides: Sequence[str], config_name: str = "profile") -> l
         variants = _variants(plain)
     except Exception as error:  # noqa: BLE001  (the parser raises its own error types)
         raise ConfigError(f"cannot parse the overrides: {str(error).splitlines()[0]}") from None
-    configs = []
     for variant in variants:
         _check_experiments(variant, folders)
-        cfg = _composed([*variant, *searched], config_name)
+    return [[*variant, *searched] for variant in variants], folders
+
+
+def check_before_composing(overrides: Sequence[str], config_name: str = "profile") -> None:
+    """What ``python -m zoo.profile`` checks before Hydra composes the run's config (once; the
+    job checks it, :func:`check_composed`): :func:`_checked_variants`, and a
+    ``hydra.searchpath`` folder's Hydra settings, which Hydra would act on before the job
+    (composed here for that, only when a folder is given)."""
+    variants, folders = _checked_variants(overrides)
+    for variant in variants if folders else []:
+        _check_hydra_settings(variant, config_name)
+
+
+def checked_configs(overrides: Sequence[str], config_name: str = "profile") -> list:
+    """The config of every variant of ``overrides``, each composed and checked
+    (:func:`check_composed`), before anything runs: what a sweep checks before its first job,
+    and a tool that runs one configuration (:func:`checked_config`) runs.
+
+    Raises:
+        ConfigError: one line: what is wrong and what is accepted. Hydra's own errors span
+            several lines and suggest stack traces.
+    """
+    variants, folders = _checked_variants(overrides)
+    configs = []
+    for variant in variants:
+        cfg = composed(variant, config_name)
         check_composed(cfg)
         if folders:
-            _check_hydra_settings([*variant, *searched], config_name)
+            _check_hydra_settings(variant, config_name)
         configs.append(cfg)
     return configs
 
@@ -328,19 +355,6 @@ def check_overrides(overrides: Sequence[str], config_name: str = "profile") -> O
     except ConfigError as error:
         return str(error)
     return None
-
-
-def config_key(cfg: Any) -> str:
-    """A composed config's content as text, its ``hydra`` node left out: the same for the
-    config checked before Hydra starts and the one Hydra composes again for the job, so the
-    job knows it was checked."""
-    import json
-
-    from omegaconf import OmegaConf
-
-    plain = OmegaConf.to_container(cfg, resolve=False)
-    plain.pop("hydra", None)
-    return json.dumps(plain, sort_keys=True, default=str)
 
 
 def _check_hydra_settings(overrides: Sequence[str], config_name: str) -> None:
