@@ -15,8 +15,8 @@ from zoo.tools.job import run_profile
 from zoo.tools.model_build import build_model
 from zoo.tools.composition import CONFIG_DIR, check_overrides, compose_config
 from zoo.options import ConfigError
-from zoo.options.schema import NULL_DEFAULT_OPTIONS, Anything, checker_for_annotation, \
-    model_option_checker
+from zoo.options.declared import NULL_DEFAULT_OPTIONS, model_option_checker
+from zoo.options.schema import Anything, checker_for_annotation
 from zoo.tools.profile import main
 from zoo.options import check_plain_config
 

@@ -6,12 +6,11 @@ input raises. It imports neither torch nor Hydra, so bad options are answered at
 The ground floor of ``zoo/``: every other room may import it; it imports none of them.
 """
 
-from .declared import (DEVICE_OPTIONS, MODEL_OPTIONS, OPTIONS, SCHEMA, Option, check_config,
-                       option_defaults, options_help)
+from .declared import (DEVICE_OPTIONS, MODEL_OPTIONS, NULL_DEFAULT_OPTIONS, OPTIONS, SCHEMA,
+                       Option, check_config, option_defaults, options_help)
 from .errors import ConfigError
-from .schema import (NULL_DEFAULT_OPTIONS, Anything, Boolean, Choice, Integer, ListOf, Nullable,
-                     Number, as_checker, check_minimum, check_value, checker_for_annotation,
-                     suggest)
+from .schema import (Anything, Boolean, Choice, Integer, ListOf, Nullable, Number, as_checker,
+                     check_minimum, check_value, checker_for_annotation, suggest)
 from .user_values import (check_hydra_section, check_override, check_plain_config,
                           check_yaml_booleans)
 

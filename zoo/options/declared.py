@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from .errors import ConfigError
-from .schema import (MAX_SEED, AnyOf, Boolean, Checker, Choice, Integer, ListOf, Nullable, Number,
-                     Registered, Text, check_value, model_option_checker, shown, suggest)
+from .schema import (MAX_SEED, AnyOf, Boolean, Checker, Choice, Integer, ListOf, MappingOf,
+                     Nullable, Number, Plain, Registered, Text, check_value, checker_for_default,
+                     shown, suggest)
 
-__all__ = ["Option", "OPTIONS", "DEVICE_OPTIONS", "MODEL_OPTIONS", "SCHEMA", "option_defaults", "options_help",
+__all__ = ["Option", "OPTIONS", "DEVICE_OPTIONS", "MODEL_OPTIONS", "NULL_DEFAULT_OPTIONS",
+           "model_option_checker", "SCHEMA", "option_defaults", "options_help",
            "check_config"]
 
 
@@ -124,6 +126,33 @@ MODEL_OPTIONS: tuple[Option, ...] = (
     Option("model.stage_paths", Nullable(ListOf(Text())), None,
            "more stages, by dotted module path, e.g. [layer1.0, layer2]"),
 )
+
+_MODEL_CHECKERS = {option.key.split(".", 1)[1]: option.checker for option in MODEL_OPTIONS}
+
+#: The declared kinds of the builders' options whose default is ``null`` (the default cannot
+#: say it; each is stricter than its annotation), and of :data:`MODEL_OPTIONS` whose default
+#: is; one name means one kind in every model, and a contract test keeps each entry as
+#: strict as the builders' annotations.
+NULL_DEFAULT_OPTIONS: dict[str, Checker] = {
+    "num_classes": Nullable(Integer(minimum=1)),
+    "arch_options": Nullable(MappingOf()),
+    "img_mean": Nullable(ListOf(Number())),
+    "img_std": Nullable(ListOf(Number(above=0))),
+    **{name: checker for name, checker in _MODEL_CHECKERS.items()
+       if isinstance(checker, Nullable)},
+}
+
+
+def model_option_checker(name: str, default: Any) -> Checker:
+    """The kind of value the model option ``name`` takes: as declared in :data:`MODEL_OPTIONS`
+    or, when its default is ``null``, in :data:`NULL_DEFAULT_OPTIONS`; else judged from its
+    default."""
+    if name in _MODEL_CHECKERS:
+        return _MODEL_CHECKERS[name]
+    if default is None:
+        return NULL_DEFAULT_OPTIONS.get(name, Nullable(Plain()))
+    return checker_for_default(default)
+
 
 #: The checker of every declared option, by dotted key.
 SCHEMA: dict[str, Checker] = {option.key: option.checker

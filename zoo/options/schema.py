@@ -4,8 +4,8 @@ Hydra reads ``key=no`` as the string ``"no"`` and OmegaConf would read it as ``F
 is what a user who typed it meant to be sure of, and a string that is silently truthy once ran
 pickles. Here a boolean is ``true`` or ``false`` and nothing else, an integer is an integer in
 its range, and a list is a list. The app's options declare their checkers in
-:mod:`.declared`; :func:`check_value` also serves the model options (typed by their YAML
-defaults on the command line, by the builders' annotations in Python). This module imports neither torch nor Hydra, so bad options are answered at once.
+:mod:`.declared`; :func:`check_value` also serves the model options (typed by their declared
+kinds and defaults on the command line, by the builders' annotations in Python). This module imports neither torch nor Hydra, so bad options are answered at once.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .errors import ConfigError
 
 __all__ = ["Checker", "Boolean", "Integer", "Number", "Text", "Choice", "Registered",
            "ListOf", "Nullable", "AnyOf", "Anything", "Plain", "MappingOf",
-           "NULL_DEFAULT_OPTIONS", "model_option_checker", "check_value", "check_minimum",
+           "check_value", "check_minimum",
            "checker_for_default", "checker_for_annotation", "as_checker", "suggest", "shown",
            "MAX_SEED"]
 
@@ -261,27 +261,6 @@ class AnyOf(Checker):
 
     def ok(self, value: Any) -> bool:
         return any(checker.ok(value) for checker in self.checkers)
-
-
-#: The declared kinds of the model options whose default is ``null`` (their YAML default
-#: cannot say it); one name means one kind in every model, and a contract test keeps each
-#: entry as strict as the builders' annotations.
-NULL_DEFAULT_OPTIONS: dict[str, Checker] = {
-    "num_classes": Nullable(Integer(minimum=1)),
-    "arch_options": Nullable(MappingOf()),
-    "img_mean": Nullable(ListOf(Number())),
-    "img_std": Nullable(ListOf(Number(above=0))),
-    "checkpoint": Nullable(Text()),
-    "stage_paths": Nullable(ListOf(Text())),
-}
-
-
-def model_option_checker(name: str, default: Any) -> Checker:
-    """The kind of value the model option ``name`` takes: declared in
-    :data:`NULL_DEFAULT_OPTIONS` when its default is ``null``, else judged from its default."""
-    if default is None:
-        return NULL_DEFAULT_OPTIONS.get(name, Nullable(Plain()))
-    return checker_for_default(default)
 
 
 def checker_for_default(default: Any) -> Checker:
