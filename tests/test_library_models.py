@@ -9,13 +9,13 @@ import timm
 import torch
 import torchvision
 from hydra import compose, initialize_config_dir
-from zoo.tools.composition import store_declared_configs
 from hydra.utils import instantiate
 
 import zoo
 from profiling import Session, attach_stages
 from profiling.collectors.op_counts import OpCounts
 from zoo.models import ZooModel
+from zoo.tools.composition import store_declared_configs
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
 RESNET18_CHILDREN = ("conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4",

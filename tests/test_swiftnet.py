@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
-from zoo.tools.composition import store_declared_configs
 from hydra.utils import instantiate
 
 import zoo
@@ -17,6 +16,7 @@ from profiling.stages.payload import iter_leaves
 from reference_weights import fill_reference_weights_, load_reference, official_names
 from zoo.models.base import sum_input_channels
 from zoo.models.networks.swiftnet import official_key
+from zoo.tools.composition import store_declared_configs
 
 #: the users' seed logs the tests compare with, copied from ../shared/seeds
 SEEDS_DIR = Path(__file__).resolve().parent / "data" / "seeds"
