@@ -2,7 +2,7 @@
 
 The Hydra configs stay at the top of the checkout (where users and docs look for them) and ship
 inside the package, so that an installed tool finds them from any folder
-(zoo.tools.cli.CONFIG_DIR). Folders of data (configs/model/, zoo/inputs/sample/) are listed as
+(zoo.tools.cli.CONFIG_DIR). Folders of data (configs/device/, zoo/inputs/sample/) are listed as
 packages too, as setuptools asks. Everything else is in pyproject.toml.
 """
 

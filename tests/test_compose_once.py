@@ -1,7 +1,7 @@
-"""The config of a run is composed and checked once (issue 24 §3): the command line composes
-and checks it before Hydra starts (the one-line errors, every variant of a sweep before any
-job), and hands it to the job as checked; the job that Hydra composes again from the same
-overrides is not checked a second time."""
+"""The config of a run is composed once and checked once (issue 24 §3, issue 34): Hydra composes
+it and the job checks it before torch loads; what needs no composition is checked before Hydra
+starts. A sweep composes and checks every variant before its first job, and each job checks
+the config Hydra composed for it."""
 
 from __future__ import annotations
 
@@ -18,44 +18,54 @@ RUN = ["model=swiftnet", "device=meta", "input.size=[64,128]"]
 
 @pytest.fixture
 def counted(monkeypatch):
-    """The overrides of every composition by the tools, and how often the schema check ran."""
-    compositions: list[list[str]] = []
-    checks: list[str] = []
-    compose, check = tool_cli.compose_config, zoo.options.check_config
+    """The overrides of every composition (by the tools' compose_config and by Hydra itself:
+    both go through Hydra's config loader), and the schema checks and job starts in order."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from zoo.tools import job
 
-    def counting_compose(overrides, *args, **kwargs):
-        compositions.append(list(overrides))
-        return compose(overrides, *args, **kwargs)
+    compositions: list[list[str]] = []
+    events: list[str] = []
+    load, check, run = ConfigLoaderImpl.load_configuration, zoo.options.check_config, \
+        job.run_profile
+
+    def counting_load(self, config_name, overrides, *args, **kwargs):
+        compositions.append([o for o in overrides if not o.startswith(("hydra.", "++hydra."))])
+        return load(self, config_name, overrides, *args, **kwargs)
 
     def counting_check(plain, *args, **kwargs):
-        checks.append(plain["model"]["name"])
+        events.append(f"check {plain['input']['size']}")
         return check(plain, *args, **kwargs)
 
-    monkeypatch.setattr(tool_cli, "compose_config", counting_compose)
-    monkeypatch.setattr(changed_options, "compose_config", counting_compose)
+    def counting_run(cfg, *args, **kwargs):
+        events.append(f"run {list(cfg.input.size)}")
+        return run(cfg, *args, **kwargs)
+
+    monkeypatch.setattr(ConfigLoaderImpl, "load_configuration", counting_load)
     monkeypatch.setattr(zoo.options, "check_config", counting_check)
+    monkeypatch.setattr(job, "run_profile", counting_run)
     changed_options._defaults.cache_clear()  # what an earlier test in this process composed
-    return compositions, checks
+    return compositions, events
 
 
 def test_one_profile_run_composes_and_checks_its_config_once(counted, tmp_path, capsys,
                                                              monkeypatch):
-    compositions, checks = counted
+    compositions, events = counted
     outcome = run_main(profile_main, [*RUN, f"hydra.run.dir={tmp_path / 'run'}"], capsys,
                        monkeypatch)
     assert outcome.code == 0, outcome.stderr
     assert (tmp_path / "run" / "stages.csv").is_file()
-    assert checks == ["swiftnet"]  # before Hydra; the job is handed over as checked
-    assert compositions.count(RUN) == 1  # the options line reuses it
+    assert events == ["check [64, 128]", "run [64, 128]"]  # Hydra's config, checked in the job
+    assert compositions.count(RUN) == 1  # by Hydra, for the run
     # besides, the options line composes the defaults it compares with (not this run's config)
     assert [c for c in compositions if c != RUN] == [[], ["model=swiftnet", "device=meta"]]
     assert outcome.stdout.startswith("options: model=swiftnet device=meta input.size=[64,128]")
 
 
-def test_a_sweep_checks_each_job_once(counted, tmp_path, capsys, monkeypatch):
-    """Every variant is checked before any job starts; each job Hydra composes is one of them,
-    and none is checked again (the two jobs here are exactly the two variants)."""
-    compositions, checks = counted
+def test_a_sweep_checks_every_job_before_the_first_runs(counted, tmp_path, capsys,
+                                                        monkeypatch):
+    """Every variant is composed and checked before any job starts; each job then checks the
+    config Hydra composed for it (the two jobs here are exactly the two variants)."""
+    _, events = counted
     outcome = run_main(profile_main, ["-m", "model=swiftnet", "device=meta",
                                       "input.size=[64,128],[32,64]", "summary=false",
                                       f"hydra.sweep.dir={tmp_path / 'sweep'}"], capsys,
@@ -63,27 +73,28 @@ def test_a_sweep_checks_each_job_once(counted, tmp_path, capsys, monkeypatch):
     assert outcome.code == 0, outcome.stderr
     assert sorted(p.name for p in (tmp_path / "sweep").iterdir() if p.is_dir()) == [
         "0_swiftnet", "1_swiftnet"]
-    assert checks == ["swiftnet", "swiftnet"]
+    assert events == ["check [64, 128]", "check [32, 64]", "check [64, 128]", "run [64, 128]",
+                      "check [32, 64]", "run [32, 64]"]
 
 
 def test_a_job_built_from_python_is_checked_unless_said_otherwise(counted, monkeypatch):
     """prepare_job checks what it is given; checked_config's result goes in as checked."""
     from zoo.tools.job_description import prepare_job
 
-    _, checks = counted
+    _, events = counted
     cfg = tool_cli.checked_config(RUN)
-    assert checks == ["swiftnet"]
+    assert events == ["check [64, 128]"]
     prepare_job(cfg, checked=True)
-    assert checks == ["swiftnet"]
+    assert events == ["check [64, 128]"]
     prepare_job(cfg)
-    assert checks == ["swiftnet", "swiftnet"]
+    assert events == ["check [64, 128]", "check [64, 128]"]
 
 
 def test_an_a_b_side_is_composed_and_checked_once(counted):
-    compositions, checks = counted
+    compositions, events = counted
     job = ab_sides.prepared_side(" ".join(RUN), "A")
     assert job.cfg.model.name == "swiftnet"
-    assert checks == ["swiftnet"] and compositions == [RUN]
+    assert events == ["check [64, 128]"] and compositions == [RUN]
 
 
 def test_a_sweep_where_one_configuration_belongs_is_refused():

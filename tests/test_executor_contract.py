@@ -9,6 +9,7 @@ registry's."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +22,8 @@ from profiling.runtimes import executor, missing_packages, register_executor
 from profiling.runtimes import registry
 from profiling.runtimes.paired_speed import interleaved_settings
 from profiling.runtimes.registry import Executor, registered_executors
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class Tiny(nn.Module):
@@ -141,15 +144,25 @@ def test_an_executor_registered_later_is_an_accepted_run_runtime(monkeypatch):
     assert missing_packages("toy") == []
 
 
-@pytest.mark.parametrize("path, line", [("configs/profile.yaml", "runtime: torch"),
-                                        ("configs/hydra/help/zoo.yaml", "run.runtime=NAME")])
-def test_the_accepted_runtimes_the_configs_list_are_the_registered_ones(path, line):
-    from pathlib import Path
+def test_the_help_lists_the_registered_runtimes_from_the_declared_option():
+    from zoo.options import options_help
 
-    text = next(row for row in (Path(__file__).parents[1] / path).read_text().splitlines()
-                if line in row)
-    names = ["torch", *registered_executors()]
-    assert f"{', '.join(names[:-1])} or {names[-1]}" in text
+    entry = options_help().split("run.runtime=torch", 1)[1].split("\n  run.", 1)[0]
+    assert f"accepted: one of {', '.join(['torch', *registered_executors()])}" in \
+        " ".join(entry.split())
+
+
+_RUNTIME_LIST = re.compile(r"run\.runtime=((?:\w+\\?\|)+\w+)")
+
+
+@pytest.mark.parametrize("path", ["README.md", *sorted(
+    str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))])
+def test_every_list_of_runtimes_in_the_docs_names_the_registered_ones(path):
+    """``run.runtime=A|B`` in README.md and docs/ names every registered runtime (torch
+    aside), no more: a runtime is one registered module, never a name in several lists."""
+    for listed in _RUNTIME_LIST.findall((ROOT / path).read_text(encoding="utf-8")):
+        names = [name for name in listed.replace("\\", "").split("|") if name != "torch"]
+        assert names == list(registered_executors()), (path, listed)
 
 
 def test_a_session_is_timed_by_the_runners_loop_with_automatic_repeats():

@@ -158,9 +158,11 @@ def test_swiftnet_4ch_reproduces_the_seed_table():
     if "swiftnet" not in zoo.list_models():
         pytest.skip("the swiftnet model is not registered")
     from hydra import compose, initialize_config_dir
+    from zoo.tools.composition import store_declared_configs
     from hydra.utils import instantiate
 
     seed_rows, seed_total = _seed_table()
+    store_declared_configs()  # the declared options' defaults, for Hydra
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         config = compose("profile", overrides=["experiment=swiftnet_4ch"])
     with torch.device("meta"):

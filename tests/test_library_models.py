@@ -15,6 +15,7 @@ import zoo
 from profiling import Session, attach_stages
 from profiling.collectors.op_counts import OpCounts
 from zoo.models import ZooModel
+from zoo.tools.composition import store_declared_configs
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
 RESNET18_CHILDREN = ("conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4",
@@ -126,6 +127,7 @@ def test_unknown_arch_names_close_matches():
 @pytest.mark.parametrize("name, arch", [("torchvision", "mobilenet_v3_small"),
                                         ("timm", "mobilenetv3_small_050")])
 def test_configs_instantiate(name, arch):
+    store_declared_configs()  # the declared options' defaults, for Hydra
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         config = compose("profile", overrides=[f"model={name}", f"model.arch={arch}",
                                                "model.num_classes=7"])

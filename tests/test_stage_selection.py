@@ -81,11 +81,10 @@ def test_bad_stage_options_are_one_line(options, message):
 
 
 def test_every_model_config_declares_the_stage_options():
-    from zoo.tools.composition import CONFIG_DIR
+    from zoo.tools.model_configs import model_configs
 
-    for path in sorted((CONFIG_DIR / "model").glob("*.yaml")):
-        text = path.read_text()
-        assert "\nstage_depth: 1 " in text and "\nstage_paths: null " in text, path.name
+    for name, node in model_configs().items():
+        assert (node["stage_depth"], node["stage_paths"]) == (1, None), name
 
 
 def test_split_cuts_after_every_block_of_the_finer_stages():

@@ -34,9 +34,10 @@ def test_profile_help_names_the_command_the_runtimes_and_no_target(model, capsys
     lines = outcome.stdout.splitlines()
     assert lines[0].startswith("stagezoo profile: profile a model stage by stage")
     assert "Usage: stagezoo profile [-m] [KEY=VALUE ...]" in lines
-    assert any(line.strip().startswith("run.runtime=NAME") and "onnxruntime or openvino" in
-               line for line in lines)
-    assert any(line.strip().startswith("run.dtype=int8") for line in lines)
+    text = " ".join(outcome.stdout.split())  # the declared options' entries, unwrapped
+    assert "run.runtime=torch what runs the timed forwards" in text
+    assert "accepted: one of torch, onnxruntime, openvino" in text
+    assert "run.dtype=float32 weights and floating inputs cast to it; int8: quantised" in text
     assert "  threads: null" in lines  # run.threads, in the run's configuration
     assert "_target_" not in outcome.stdout and "python -m zoo.profile" not in outcome.stdout
     name = model[0].split("=")[1] if model else "faster_rcnn"

@@ -16,6 +16,7 @@ from profiling.stages.payload import iter_leaves
 from reference_weights import fill_reference_weights_, load_reference, official_names
 from zoo.models.base import sum_input_channels
 from zoo.models.networks.swiftnet import official_key
+from zoo.tools.composition import store_declared_configs
 
 #: the users' seed logs the tests compare with, copied from ../shared/seeds
 SEEDS_DIR = Path(__file__).resolve().parent / "data" / "seeds"
@@ -222,6 +223,7 @@ def test_odd_size_output_matches_input():
 
 
 def test_config_overrides_build():
+    store_declared_configs()  # the declared options' defaults, for Hydra
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         cfg = compose(config_name="profile", overrides=["experiment=swiftnet_4ch"])
         plain = compose(config_name="profile",

@@ -8,6 +8,7 @@ import pytest
 import timm
 import torch
 from hydra import compose, initialize_config_dir
+from zoo.tools.composition import store_declared_configs
 from hydra.utils import instantiate
 
 import zoo
@@ -128,6 +129,7 @@ def test_timm_weights_load_into_encoder(tmp_path):
 
 
 def test_config_overrides_build():
+    store_declared_configs()  # the declared options' defaults, for Hydra
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         cfg = compose(config_name="profile",
                       overrides=["model=swin_unet", "model.num_classes=4", "model.n_skip=2",

@@ -15,8 +15,8 @@ from zoo.tools.job import run_profile
 from zoo.tools.model_build import build_model
 from zoo.tools.composition import CONFIG_DIR, check_overrides, compose_config
 from zoo.options import ConfigError
-from zoo.options.schema import NULL_DEFAULT_OPTIONS, Anything, checker_for_annotation, \
-    model_option_checker
+from zoo.options.declared import NULL_DEFAULT_OPTIONS, model_option_checker
+from zoo.options.schema import Anything, checker_for_annotation
 from zoo.tools.profile import main
 from zoo.options import check_plain_config
 
@@ -131,20 +131,21 @@ def test_every_model_option_has_a_declared_type_as_strict_as_its_builder():
 
     probes = ["x", "", 1, 0, -1, 1.5, True, None, [], [1], ["a"], [0.0], {"a": 1},
               {"a": {"b": 1}}, {"_target_": "os.system"}, [{"_target_": "os.system"}]]
-    for path in sorted((CONFIG_DIR / "model").glob("*.yaml")):
-        defaults = OmegaConf.to_container(OmegaConf.load(path))
+    from zoo.tools.model_configs import model_configs
+
+    for name, defaults in model_configs().items():
         hints = typing.get_type_hints(_builder(defaults["name"]))
         for option, default in defaults.items():
             if option.startswith("_") or option == "name":
                 continue
             declared = model_option_checker(option, default)
-            assert not isinstance(declared, Anything), (path.name, option)
-            assert not declared.ok({"_target_": "os.system"}), (path.name, option)
+            assert not isinstance(declared, Anything), (name, option)
+            assert not declared.ok({"_target_": "os.system"}), (name, option)
             if default is None and option in hints:
-                assert option in NULL_DEFAULT_OPTIONS, (path.name, option)
+                assert option in NULL_DEFAULT_OPTIONS, (name, option)
                 builder = checker_for_annotation(hints[option])
                 loose = [p for p in probes if declared.ok(p) and not builder.ok(p)]
-                assert loose == [], (path.name, option, loose)
+                assert loose == [], (name, option, loose)
 
 
 def _user_configs(folder: Path, files: dict[str, str]) -> str:

@@ -12,14 +12,15 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Optional, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Sequence
 
 from ..errors import ProfilingError
 from .graph import load_graph
 from .main_operator import MAIN_ONNX_OPS
 from .registry import Executor, register_executor
+
+if TYPE_CHECKING:  # numpy only for the annotations: discovering the executors stays light
+    import numpy as np
 
 __all__ = ["OnnxRuntimeExecutor", "OnnxRuntimeBackend", "cuda_provider_available",
            "default_provider", "quantize_onnxruntime", "MAIN_ORT_OPS"]

@@ -19,11 +19,12 @@ precision each node ran in (``runtimePrecision``) is read back.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 from .registry import Executor, register_executor
+
+if TYPE_CHECKING:  # numpy only for the annotations: discovering the executors stays light
+    import numpy as np
 
 __all__ = ["OpenVinoExecutor", "OpenVinoBackend", "PRECISION_HINTS", "per_inference_times",
            "quantize_nncf", "MAIN_OPENVINO_TYPES"]

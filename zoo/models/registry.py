@@ -10,7 +10,8 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ..options import NULL_DEFAULT_OPTIONS, ConfigError, check_value, checker_for_annotation
+from ..options import (MODEL_OPTIONS, NULL_DEFAULT_OPTIONS, ConfigError, check_value,
+                       checker_for_annotation)
 from .checkpoints import load_checkpoint, read_state_dict
 from .stage_selection import check_stage_options, select_stage_paths
 
@@ -21,8 +22,9 @@ _REGISTRATIONS: dict[str, "_Registration"] = {}
 
 #: Options every registered model takes, handled by :func:`create_model`, not its builder:
 #: more stages (:mod:`.stage_selection`) and a local checkpoint (:mod:`.checkpoints`).
-COMMON_OPTIONS: dict[str, Any] = {"stage_depth": 1, "stage_paths": None, "checkpoint": None,
-                                  "checkpoint_allow_pickle": False}
+#: Declared once, in :data:`zoo.options.MODEL_OPTIONS`.
+COMMON_OPTIONS: dict[str, Any] = {option.key.split(".", 1)[1]: option.default
+                                  for option in MODEL_OPTIONS}
 _CHECKPOINT_TYPES = {"checkpoint": Optional[str], "checkpoint_allow_pickle": bool}
 
 

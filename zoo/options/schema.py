@@ -1,12 +1,11 @@
-"""Strict types for every option: one checker per kind of value, and the app's schema.
+"""Strict types for every option: one checker per kind of value.
 
 Hydra reads ``key=no`` as the string ``"no"`` and OmegaConf would read it as ``False``; neither
 is what a user who typed it meant to be sure of, and a string that is silently truthy once ran
 pickles. Here a boolean is ``true`` or ``false`` and nothing else, an integer is an integer in
-its range, and a list is a list. :func:`check_config` checks a composed config of
-``python -m zoo.profile`` against :data:`SCHEMA` before any work; :func:`check_value` serves the
-model options (typed by their YAML defaults on the command line, by the builders' annotations in
-Python). This module imports neither torch nor Hydra, so bad options are answered at once.
+its range, and a list is a list. The app's options declare their checkers in
+:mod:`.declared`; :func:`check_value` also serves the model options (typed by their declared
+kinds and defaults on the command line, by the builders' annotations in Python). This module imports neither torch nor Hydra, so bad options are answered at once.
 """
 
 from __future__ import annotations
@@ -20,10 +19,11 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .errors import ConfigError
 
-__all__ = ["Checker", "Boolean", "Integer", "Number", "Text", "Choice",
+__all__ = ["Checker", "Boolean", "Integer", "Number", "Text", "Choice", "Registered",
            "ListOf", "Nullable", "AnyOf", "Anything", "Plain", "MappingOf",
-           "NULL_DEFAULT_OPTIONS", "model_option_checker", "check_value", "check_minimum", "check_config",
-           "checker_for_default", "checker_for_annotation", "as_checker", "suggest", "SCHEMA", "MAX_SEED"]
+           "check_value", "check_minimum",
+           "checker_for_default", "checker_for_annotation", "as_checker", "suggest", "shown",
+           "MAX_SEED"]
 
 #: The largest seed ``torch.manual_seed`` takes as a signed 64-bit value.
 MAX_SEED = 2 ** 63 - 1
@@ -39,19 +39,19 @@ class Checker:
         return True
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     """``value`` as it is typed in a config: ``null``, ``true``, ``'text'``, ``[1, 2]``."""
     if value is None or isinstance(value, bool):
         return {None: "null", True: "true", False: "false"}[value]
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_shown(item) for item in value) + "]"
+        return "[" + ", ".join(shown(item) for item in value) + "]"
     return repr(value) if isinstance(value, str) else str(value)
 
 
 def check_value(name: str, value: Any, checker: Checker) -> None:
     """Raise :class:`.ConfigError` unless ``value`` is of the kind ``checker`` describes."""
     if not checker.ok(value):
-        raise ConfigError(f"{name}={_shown(value)} is not accepted; accepted: "
+        raise ConfigError(f"{name}={shown(value)} is not accepted; accepted: "
                           f"{checker.accepts}")
 
 
@@ -134,7 +134,7 @@ class Choice(Checker):
 
     @property
     def accepts(self) -> str:  # type: ignore[override]
-        return "one of " + ", ".join(_shown(v) if not isinstance(v, str) else v
+        return "one of " + ", ".join(shown(v) if not isinstance(v, str) else v
                                      for v in self.values)
 
     def ok(self, value: Any) -> bool:
@@ -263,27 +263,6 @@ class AnyOf(Checker):
         return any(checker.ok(value) for checker in self.checkers)
 
 
-#: The declared kinds of the model options whose default is ``null`` (their YAML default
-#: cannot say it); one name means one kind in every model, and a contract test keeps each
-#: entry as strict as the builders' annotations.
-NULL_DEFAULT_OPTIONS: dict[str, Checker] = {
-    "num_classes": Nullable(Integer(minimum=1)),
-    "arch_options": Nullable(MappingOf()),
-    "img_mean": Nullable(ListOf(Number())),
-    "img_std": Nullable(ListOf(Number(above=0))),
-    "checkpoint": Nullable(Text()),
-    "stage_paths": Nullable(ListOf(Text())),
-}
-
-
-def model_option_checker(name: str, default: Any) -> Checker:
-    """The kind of value the model option ``name`` takes: declared in
-    :data:`NULL_DEFAULT_OPTIONS` when its default is ``null``, else judged from its default."""
-    if default is None:
-        return NULL_DEFAULT_OPTIONS.get(name, Nullable(Plain()))
-    return checker_for_default(default)
-
-
 def checker_for_default(default: Any) -> Checker:
     """The kind of value an option takes, judged from its default (``null``: a plain
     value)."""
@@ -331,85 +310,6 @@ def suggest(key: str, known: Sequence[str]) -> str:
     """``" (did you mean X?)"`` for the closest of ``known`` to ``key`` (``""`` if none)."""
     close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
-
-
-_DEVICES = ("cpu", "cuda", "meta")
-
-#: The app's options outside ``model``, ``device`` and ``hydra``: dotted key -> checker.
-#: The model's options are typed by its own YAML (:func:`checker_for_default`) and builder.
-SCHEMA: dict[str, Checker] = {
-    "run.warmup": Integer(minimum=0),
-    "run.repeats": AnyOf((Integer(minimum=1), Choice(("auto",)))),
-    "run.target_ci": Number(above=0),  # repeats=auto (profiling.statistics.AutoRepeats)
-    "run.max_time_s": Number(above=0),
-    "run.min_repeats": Integer(minimum=1),
-    "run.seed": Integer(minimum=0, maximum=MAX_SEED),
-    "run.overwrite": Boolean(),
-    # the network as deployed (zoo/deploy/deployment.py)
-    "run.dtype": Choice(("float32", "float16", "bfloat16", "int8")),  # int8: with a runtime
-    "run.runtime": Registered(("torch",), "runtimes"),  # the executors: zoo/deploy/in_runtime.py
-    "run.export_cache": Boolean(),  # keep runtime exports across runs (docs/runtimes.md)
-    "run.autocast": Boolean(),
-    "run.channels_last": Boolean(),
-    "run.compile": Boolean(),
-    "run.compile_mode": Choice(("default", "reduce-overhead", "max-autotune")),
-    "run.threads": Nullable(Integer(minimum=1)),  # torch's intra-op threads; null: torch's
-    "input.size": Nullable(ListOf(Integer(minimum=1), length=2, names=("height", "width"))),
-    "input.batch": Integer(minimum=1),
-    "input.pad": Boolean(),
-    "input.images": Nullable(AnyOf((Text(), ListOf(Text())))),  # files: zoo.inputs.images
-    "input.max_pixels": Integer(minimum=1),
-    "input.frames": Nullable(Integer(minimum=1)),
-    "collectors": Nullable(ListOf(Text())),
-    "roofline.ceilings": Nullable(Text()),
-    "roofline.dtype": Nullable(Text()),  # null: run.dtype
-    "summary": Boolean(),
-    "plots": Boolean(),
-    "trace": Boolean(),
-    "report": Boolean(),
-    "device.name": Choice(_DEVICES),
-    "device.index": Integer(minimum=0),
-    "device.collectors": ListOf(Text()),
-}
-
-#: Sections whose every key the schema lists (an undeclared key there is an unknown option).
-_SECTIONS = ("run", "input", "roofline", "device")
-
-
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in tree.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, Mapping) and path.split(".")[0] in _SECTIONS and value:
-            flat.update(_flatten(value, path + "."))
-        else:
-            flat[path] = value
-    return flat
-
-
-def check_config(config: Mapping[str, Any], model_defaults: Optional[Mapping[str, Any]] = None
-                 ) -> None:
-    """Check a composed config (a plain dict; ``hydra`` is skipped) against :data:`SCHEMA`.
-
-    ``model_defaults`` are the options of the chosen model's YAML: a ``model`` key that is not
-    among them is unknown, and a value is checked against the kind of its default. Raises a
-    one-line :class:`~zoo.options.ConfigError` naming the first bad option.
-    """
-    flat = _flatten({k: v for k, v in config.items() if k not in ("hydra", "model")})
-    for key, value in flat.items():
-        if key not in SCHEMA:
-            raise ConfigError(f"unknown option '{key}'{suggest(key, list(SCHEMA))}; accepted: "
-                              f"{', '.join(sorted(SCHEMA))}")
-        check_value(key, value, SCHEMA[key])
-    if model_defaults is None:
-        return
-    for key, value in (config.get("model") or {}).items():
-        if key not in model_defaults:
-            options = [k for k in model_defaults if not k.startswith("_")]
-            raise ConfigError(f"unknown option 'model.{key}'{suggest(key, options)}; "
-                              f"accepted in model: {', '.join(options)}")
-        if not key.startswith("_"):
-            check_value(f"model.{key}", value, model_option_checker(key, model_defaults[key]))
 
 
 def as_checker(rule: Callable[[Any], bool], accepts: str) -> Checker:

@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from .composition import CONFIG_GROUPS, compose_config
 from .search_path import search_path_overrides
 
-__all__ = ["changed_options", "options_line"]
+__all__ = ["changed_options", "options_line", "compose_defaults"]
 
 _REMOVED = object()
 
@@ -49,8 +49,7 @@ def changed_options(overrides: Sequence[str], given: Any = None) -> list[str]:
     """The command-line overrides ``overrides`` as the options they change, ``key=value``, in
     the config's order (the group choices first); ``given``: their config, when it was
     composed already (else it is composed here)."""
-    group = tuple(o for o in overrides if o.split("=", 1)[0].lstrip("+") in CONFIG_GROUPS)
-    default_choices, base = _defaults(group, tuple(search_path_overrides(overrides)))
+    group, (default_choices, base) = _group_choices(overrides), compose_defaults(overrides)
     shown = []
     for override in group:
         name, _, value = override.partition("=")
@@ -73,6 +72,17 @@ def _defaults(group: tuple[str, ...], search: tuple[str, ...]
     choices = compose_config([], hydra=True).hydra.runtime.choices
     return ({str(k): str(v) for k, v in choices.items()},
             _plain(compose_config([*search, *group])))
+
+
+def _group_choices(overrides: Sequence[str]) -> tuple[str, ...]:
+    return tuple(o for o in overrides if o.split("=", 1)[0].lstrip("+") in CONFIG_GROUPS)
+
+
+def compose_defaults(overrides: Sequence[str]) -> tuple[dict[str, str], dict[str, Any]]:
+    """The defaults that :func:`changed_options` compares ``overrides`` with, composed once
+    per process (:func:`_defaults`): ``zoo.profile`` asks for them before Hydra starts, so
+    that its job composes nothing while Hydra runs it."""
+    return _defaults(_group_choices(overrides), tuple(search_path_overrides(overrides)))
 
 
 def options_line(overrides: Sequence[str], given: Any = None) -> str:

@@ -17,8 +17,10 @@ from typing import Any, Optional, Sequence
 
 from ..options import ConfigError
 
-__all__ = ["CONFIG_DIR", "CONFIG_GROUPS", "config_options", "compose_config", "check_overrides",
-           "checked_configs", "checked_config", "check_composed", "config_key",
+__all__ = ["CONFIG_DIR", "CONFIG_GROUPS", "config_options", "store_declared_configs",
+           "compose_config", "check_overrides",
+           "checked_configs", "checked_config", "check_composed", "check_before_composing",
+           "composed", "composition_problem",
            "command_line_overrides", "hydra_value", "resolve_interpolations"]
 
 
@@ -40,8 +42,33 @@ _REQUIRED = ("model", "device", "input")
 
 
 def config_options(group: str) -> list[str]:
-    """The options of a config group (the YAML files of ``configs/<group>/``)."""
-    return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+    """The options of a config group: the YAML files of ``configs/<group>/`` and the configs
+    :func:`store_declared_configs` stores (``model``: every registered model; ``input``:
+    ``default``)."""
+    from .model_configs import model_configs
+
+    stored = {"model": tuple(model_configs()), "input": ("default",)}.get(group, ())
+    return sorted({*(p.stem for p in (CONFIG_DIR / group).glob("*.yaml")), *stored})
+
+
+def store_declared_configs() -> None:
+    """Store in Hydra's ConfigStore what is declared in code: the options' defaults
+    (:func:`zoo.options.option_defaults`) as the configs that ``configs/profile.yaml``'s
+    defaults list names, ``zoo_options`` (``run``, ``roofline`` and the top-level options) and
+    ``input/default``; and each registered model's node from its builder's signature
+    (``model/NAME``, :func:`~.model_configs.model_configs`). Every composition of the app's
+    config calls it first; a launcher's worker process gets the store with Hydra's state."""
+    from hydra.core.config_store import ConfigStore
+
+    from ..options import option_defaults
+    from .model_configs import model_configs
+
+    defaults = option_defaults()
+    store = ConfigStore.instance()
+    store.store(group="input", name="default", node=defaults.pop("input"))
+    store.store(name="zoo_options", node=defaults)
+    for name, node in model_configs().items():
+        store.store(group="model", name=name, node=node)
 
 
 def compose_config(overrides: Sequence[str], config_name: str = "profile", hydra: bool = False):
@@ -53,6 +80,7 @@ def compose_config(overrides: Sequence[str], config_name: str = "profile", hydra
     from .resolvers import register_resolvers
 
     register_resolvers()
+    store_declared_configs()
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
@@ -104,14 +132,15 @@ def _accepted_keys(overrides: Sequence[str], parent: str, config_name: str) -> l
 
 
 def _model_defaults(model_name: Any) -> Optional[dict]:
-    from omegaconf import OmegaConf
+    """The options of model ``model_name`` with their defaults, as its builder declares them
+    (``None`` for a name that no builder registers)."""
+    from .model_configs import model_configs
 
-    path = CONFIG_DIR / "model" / f"{model_name}.yaml"
-    return OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else None
+    return model_configs().get(str(model_name))
 
 
 def check_composed(cfg: Any) -> None:
-    """Check a composed config against the option schema (:mod:`zoo.options.schema`); raise a
+    """Check a composed config against the option schema (:mod:`zoo.options.declared`); raise a
     one-line ``ConfigError``."""
     from omegaconf import OmegaConf
 
@@ -234,28 +263,30 @@ def _variants(overrides: Sequence[str]) -> list[list[str]]:
     return variants
 
 
-def _composed(overrides: Sequence[str], config_name: str) -> Any:
-    """``compose_config``, with Hydra's multi-line errors (an unknown model or option, a
+def composed(overrides: Sequence[str], config_name: str = "profile", hydra: bool = False
+             ) -> Any:
+    """:func:`compose_config`, with Hydra's multi-line errors (an unknown model or option, a
     malformed override) turned into one ``ConfigError`` line saying what is accepted."""
     try:
-        return compose_config(overrides, config_name)
+        return compose_config(overrides, config_name, hydra)
     except ConfigError:
         raise
     except Exception as error:  # noqa: BLE001  (any composition error is a bad input)
-        raise ConfigError(_explain(error, overrides, config_name)) from None
+        raise composition_problem(error, overrides, config_name) from None
 
 
-def checked_configs(overrides: Sequence[str], config_name: str = "profile") -> list:
-    """The config of every variant of ``overrides`` (the first value of each swept option,
-    then each swept value in turn), each composed once and checked once
-    (:func:`check_composed`), before anything runs: values that never choose code, the
-    experiment files it reads (bounded YAML), and a ``hydra.searchpath`` folder's Hydra
-    settings.
+def composition_problem(error: Exception, overrides: Sequence[str],
+                        config_name: str = "profile") -> ConfigError:
+    """Hydra's error composing ``overrides`` (an unknown model or option; several lines) as
+    one :class:`ConfigError` line saying what is accepted."""
+    return ConfigError(_explain(error, overrides, config_name))
 
-    Raises:
-        ConfigError: one line: what is wrong and what is accepted. Hydra's own errors span
-            several lines and suggest stack traces.
-    """
+
+def _checked_variants(overrides: Sequence[str]) -> tuple[list[list[str]], list[Path]]:
+    """The checks that compose nothing: each override's values never choose code, its form,
+    and the experiment files each variant reads (bounded YAML). Returns the overrides of every
+    variant (the first value of each swept option, then each swept value in turn), with the
+    ``hydra.searchpath`` ones, and the search path's folders."""
     from ..options import check_override
     from .search_path import search_folders, search_path_overrides
 
@@ -271,13 +302,37 @@ def checked_configs(overrides: Sequence[str], config_name: str = "profile") -> l
         variants = _variants(plain)
     except Exception as error:  # noqa: BLE001  (the parser raises its own error types)
         raise ConfigError(f"cannot parse the overrides: {str(error).splitlines()[0]}") from None
-    configs = []
     for variant in variants:
         _check_experiments(variant, folders)
-        cfg = _composed([*variant, *searched], config_name)
+    return [[*variant, *searched] for variant in variants], folders
+
+
+def check_before_composing(overrides: Sequence[str], config_name: str = "profile") -> None:
+    """What ``python -m zoo.profile`` checks before Hydra composes the run's config (once; the
+    job checks it, :func:`check_composed`): :func:`_checked_variants`, and a
+    ``hydra.searchpath`` folder's Hydra settings, which Hydra would act on before the job
+    (composed here for that, only when a folder is given)."""
+    variants, folders = _checked_variants(overrides)
+    for variant in variants if folders else []:
+        _check_hydra_settings(variant, config_name)
+
+
+def checked_configs(overrides: Sequence[str], config_name: str = "profile") -> list:
+    """The config of every variant of ``overrides``, each composed and checked
+    (:func:`check_composed`), before anything runs: what a sweep checks before its first job,
+    and a tool that runs one configuration (:func:`checked_config`) runs.
+
+    Raises:
+        ConfigError: one line: what is wrong and what is accepted. Hydra's own errors span
+            several lines and suggest stack traces.
+    """
+    variants, folders = _checked_variants(overrides)
+    configs = []
+    for variant in variants:
+        cfg = composed(variant, config_name)
         check_composed(cfg)
         if folders:
-            _check_hydra_settings([*variant, *searched], config_name)
+            _check_hydra_settings(variant, config_name)
         configs.append(cfg)
     return configs
 
@@ -300,19 +355,6 @@ def check_overrides(overrides: Sequence[str], config_name: str = "profile") -> O
     except ConfigError as error:
         return str(error)
     return None
-
-
-def config_key(cfg: Any) -> str:
-    """A composed config's content as text, its ``hydra`` node left out: the same for the
-    config checked before Hydra starts and the one Hydra composes again for the job, so the
-    job knows it was checked."""
-    import json
-
-    from omegaconf import OmegaConf
-
-    plain = OmegaConf.to_container(cfg, resolve=False)
-    plain.pop("hydra", None)
-    return json.dumps(plain, sort_keys=True, default=str)
 
 
 def _check_hydra_settings(overrides: Sequence[str], config_name: str) -> None:

@@ -1,9 +1,11 @@
 """``python -m zoo.profile model=NAME device=cpu|cuda|meta ...``: profile a model stage by stage.
 
 A thin Hydra entry point: :func:`zoo.tools.job.run_profile` does the work and can be called from
-Python. Every option is checked before Hydra starts: the config of the run (of every variant of
-a sweep) is composed and checked once, and the job that Hydra composes from the same overrides
-is handed over as checked, not checked again. Problems follow the error contract of
+Python. A run's config is composed once (:func:`_run_once`) and checked in the job before torch
+loads (:func:`~zoo.tools.composition.check_composed`); what needs no composition (the
+overrides' form and values, the experiment files, the output folder) is checked before. A
+sweep (``-m``, run by ``hydra.main``) composes and checks every variant before its first job,
+so that a bad value in the last one is refused before any runs. Problems follow the error contract of
 :mod:`zoo.tools.cli` (one line, exit 2 for bad input, 1 for a failure, 130 for an interrupt), and a
 run folder is complete or absent.
 """
@@ -21,7 +23,8 @@ from profiling import require_extra
 
 from .cli import called_as, exit_with, fail, raise_if_interrupted, run_tool
 from .registry import register_tool
-from .composition import CONFIG_DIR, checked_configs, config_key, hydra_value
+from .composition import (CONFIG_DIR, check_before_composing, check_composed, checked_configs,
+                          composed, composition_problem, hydra_value, store_declared_configs)
 from ..options import ConfigError
 from .resolvers import register_resolvers
 
@@ -80,19 +83,22 @@ def _remove_empty_folders(top: Optional[Path]) -> None:
             pass
 
 
-def _job(cfg, checked: frozenset) -> None:
-    """Run the job Hydra composed; ``checked``: the configs checked before Hydra started
-    (:func:`~zoo.tools.composition.config_key`), which are not checked again."""
+def _job(cfg, arguments: Sequence[str]) -> None:
+    """Check the config Hydra composed for the job (bad input is one line before torch loads),
+    print the options that differ from the defaults (a single run), and run the job."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     hydra_config = HydraConfig.get()
     run_dir = Path(hydra_config.runtime.output_dir)
     try:
+        check_composed(cfg)
+        if hydra_config.mode != RunMode.MULTIRUN:
+            _echo_options(arguments, cfg)
         from .job import run_profile  # torch loads here: an interrupt may already come
 
         raise_if_interrupted()  # one that torch's import swallowed
-        run_profile(cfg, run_dir, checked=config_key(cfg) in checked)
+        run_profile(cfg, run_dir, checked=True)
     except Exception as error:  # noqa: BLE001  (the contract: one line, or error.json in a sweep)
         _remove_if_empty(run_dir)
         if hydra_config.mode == RunMode.MULTIRUN:
@@ -177,16 +183,21 @@ def _values(arguments: Sequence[str]) -> list[str]:
     return [a for a in arguments if "=" in a and not a.startswith("-") or a.startswith("~")]
 
 
-def _echo_options(arguments: Sequence[str], given) -> None:
-    """Print the options that differ from the defaults, before the run (not for a sweep, whose
-    summary table names each job's options, nor with ``summary=false``); ``given``: the run's
-    config, as composed for the checks."""
-    if any(a in ("-m", "--multirun") for a in arguments) or \
-            hydra_value(arguments, "summary") in ("false", "False"):
-        return
-    from .changed_options import options_line
+def _echoes_options(arguments: Sequence[str]) -> bool:
+    """Whether the options that differ from the defaults are printed before the run (not for
+    a sweep, whose summary table names each job's options, nor with ``summary=false``)."""
+    return not any(a in ("-m", "--multirun") for a in arguments) and \
+        hydra_value(arguments, "summary") not in ("false", "False")
 
-    print(options_line(_values(arguments), given=given), flush=True)
+
+def _echo_options(arguments: Sequence[str], given) -> None:
+    """Print the options that differ from the defaults; ``given``: the run's config. The
+    defaults they are compared with were composed before Hydra started
+    (:func:`~zoo.tools.changed_options.compose_defaults`)."""
+    if _echoes_options(arguments):
+        from .changed_options import options_line
+
+        print(options_line(_values(arguments), given=given), flush=True)
 
 
 #: Hydra's flags that take no value (``--info`` takes an optional one), and those that take
@@ -215,6 +226,52 @@ def _check_flags(arguments: Sequence[str]) -> None:
         following_value = not equals
 
 
+def _check_before_hydra(arguments: Sequence[str]) -> None:
+    """Refuse bad input before the run's config is composed. A single run's config is composed
+    once (:func:`_run_once`) and checked by the job (:func:`_job`); here, what needs no
+    composition (:func:`~zoo.tools.composition.check_before_composing`). A sweep's every
+    variant is composed and checked, so that no job runs before a bad value of a later one is
+    refused."""
+    values = _values(arguments)
+    if any(a in ("-m", "--multirun") for a in arguments):
+        checked_configs(values)
+        return
+    check_before_composing(values)
+
+
+def _run_once(arguments: Sequence[str]) -> None:
+    """One run, its config composed once: ``hydra.main`` would compose it twice (once to
+    learn the mode), so the run's config is composed here and run as Hydra runs a job
+    (``hydra.core.utils.run_job``: the run folder, the job's logging, ``HydraConfig``), with
+    the callbacks of ``hydra.callbacks`` called as ``Hydra.run`` calls them. The defaults the
+    options line compares with are composed before the job, which composes nothing."""
+    from hydra._internal.callbacks import Callbacks
+    from hydra.core.utils import run_job
+    from hydra.types import HydraContext
+
+    config = composed(_values(arguments), hydra=True)
+    if _echoes_options(arguments):  # what the options line compares with, composed before
+        from .changed_options import compose_defaults
+
+        compose_defaults(_values(arguments))
+    callbacks = Callbacks(config)
+    callbacks.on_run_start(config=config, config_name="profile")
+    ran = run_job(task_function=lambda cfg: _job(cfg, arguments), config=config,
+                  job_dir_key="hydra.run.dir", job_subdir_key=None,
+                  hydra_context=HydraContext(config_loader=None, callbacks=callbacks))
+    callbacks.on_run_end(config=config, config_name="profile", job_return=ran)
+    _ = ran.return_value  # the job's exception, if it raised one
+
+
+def _composing_failed(error: BaseException) -> bool:
+    """Whether ``error`` is Hydra's, from composing the run's config (an unknown model or
+    option): bad input, one line."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    return isinstance(error, (HydraException, OmegaConfBaseException))
+
+
 #: The file in which the sweep's callback leaves the outcome for this tool.
 _OUTCOME_FILE = "outcome.json"
 
@@ -234,29 +291,36 @@ def _main() -> None:
 
     arguments = sys.argv[1:]
     _check_flags(arguments)
-    checked: frozenset = frozenset()
     staged = None
     new_folder = None
     if not any(a in _HELP for a in arguments):
-        configs = checked_configs(_values(arguments))  # each composed and checked once
-        checked = frozenset(config_key(cfg) for cfg in configs)
+        _check_before_hydra(arguments)
         _check_launcher(arguments)
         staged = _check_output_folders(arguments)
-        _echo_options(arguments, configs[0])
         new_folder = _first_new_folder(arguments)
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()  # a config composed before (the checks, a test) is done
+    store_declared_configs()  # --help composes without the checks
+    if all(not a.startswith("-") for a in arguments):  # one run: no flag, no sweep
+        try:
+            _run_once(arguments)
+        except BaseException:
+            _remove_empty_folders(new_folder)  # a run that wrote nothing leaves no folders
+            raise
+        return
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra's own failures reach run_tool: one line
     outcome_folder = Path(tempfile.mkdtemp(prefix="stagezoo-sweep-"))
     sys.argv[1:] = [*_staged(arguments, staged), *_outcome_override(arguments, outcome_folder)]
     try:
         hydra.main(version_base="1.3", config_path=str(CONFIG_DIR),
-                   config_name="profile")(lambda cfg: _job(cfg, checked))()
-    except BaseException:
+                   config_name="profile")(lambda cfg: _job(cfg, arguments))()
+    except BaseException as error:
         if staged is not None:  # the old sweep stays whole
             shutil.rmtree(staged[1], ignore_errors=True)
         _remove_empty_folders(new_folder)  # a run that wrote nothing leaves no folders
+        if _composing_failed(error):
+            raise composition_problem(error, _values(arguments)) from None
         raise
     finally:
         sys.argv[1:] = arguments

@@ -7,7 +7,7 @@ import secrets
 from typing import Any
 
 __all__ = ["register_resolvers", "run_stamp", "model_label", "other_tools", "profile_program",
-           "help_config"]
+           "help_config", "help_options"]
 
 
 _ISSUED: set[str] = set()
@@ -57,14 +57,22 @@ def help_config(*, _root_: Any) -> str:
     return OmegaConf.to_yaml(config).replace("$", "$$")
 
 
+def help_options() -> str:
+    """The declared options for ``--help`` (:func:`zoo.options.options_help`; ``$`` doubled
+    for the help template)."""
+    from ..options import options_help
+
+    return options_help("  ").replace("$", "$$")
+
+
 def register_resolvers() -> None:
     """Register ``${zoo.stamp:}`` (cached per config, so one run keeps one name),
-    ``${zoo.label:NAME,ARCH}``, and for ``--help`` ``${zoo.tools:}``, ``${zoo.program:}``
-    and ``${zoo.help_config:}``, once per process."""
+    ``${zoo.label:NAME,ARCH}``, and for ``--help`` ``${zoo.tools:}``, ``${zoo.program:}``,
+    ``${zoo.help_options:}`` and ``${zoo.help_config:}``, once per process."""
     from omegaconf import OmegaConf
 
     for name, resolver in (("zoo.tools", other_tools), ("zoo.program", profile_program),
-                           ("zoo.help_config", help_config)):
+                           ("zoo.help_config", help_config), ("zoo.help_options", help_options)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, resolver)
     if not OmegaConf.has_resolver("zoo.stamp"):
