@@ -193,17 +193,38 @@ def test_options_that_differ_from_the_defaults_head_the_page(runs):
 
 def test_a_run_page_lists_the_recorded_options_and_report_true():
     """meta.json's ``options`` (what differs from the defaults: no ``model=NAME`` that is the
-    default) are listed, and ``report=true``, which says how the page was made."""
+    default) are listed as recorded, ``plots=true`` and ``report=true`` among them; a run
+    that recorded none lists its overrides and ``report=true``, which says how the page was
+    made."""
     from types import SimpleNamespace
 
     from profiling.reports.html.header import option_changes
 
-    record = SimpleNamespace(meta={"options": ["model.stage_depth=2"]}, overrides={
-        "model": "faster_rcnn", "model.stage_depth": "2", "report": "true"},
-        config={"report": True})
-    assert option_changes(record) == ["model.stage_depth=2", "report=true"]
+    recorded = ["model.stage_depth=2", "plots=true", "report=true"]
+    record = SimpleNamespace(meta={"options": recorded}, overrides={
+        "model": "faster_rcnn", "model.stage_depth": "2", "plots": "true", "report": "true"},
+        config={"report": True, "plots": True})
+    assert option_changes(record) == recorded
+    assert option_changes(record, defaults={"model": {"stage_depth": 1}}) == recorded
     record.meta = {}
-    assert option_changes(record) == ["model=faster_rcnn", "model.stage_depth=2", "report=true"]
+    assert option_changes(record) == ["model=faster_rcnn", "model.stage_depth=2", "plots=true",
+                                      "report=true"]
+
+
+def test_the_page_lists_the_options_the_terminal_printed():
+    """The page's options come from where the terminal's options line comes from
+    (zoo.tools.changed_options), so that none is dropped: plots=true and report=true too."""
+    from types import SimpleNamespace
+
+    from profiling.reports.html.header import option_changes
+    from zoo.tools.changed_options import changed_options, options_line
+
+    overrides = ["model=swiftnet", "input.size=[64,128]", "plots=true", "report=true"]
+    recorded = changed_options(overrides)
+    record = SimpleNamespace(meta={"options": recorded}, overrides={}, config={"report": True})
+    listed = option_changes(record)
+    assert listed == ["model=swiftnet", "input.size=[64,128]", "plots=true", "report=true"]
+    assert options_line(overrides) == f"options: {' '.join(listed)} (the rest are the defaults)"
 
 
 def test_report_true_writes_the_page_with_the_run(tmp_path):

@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 
 from ...errors import ProfilingError
-from ..comparison import (FORWARD, MIN_CHANGE, compare_runs, config_differences,
-                          executed_as, significance_rule)
+from ..comparison import FORWARD, MIN_CHANGE, compare_runs, executed_as, measured_differences
+from ..comparison_text import significance_rule
 from ..labels import printable
 from ..record import Run, RunRecord, as_record
 from .formatting import (chart_labels, factor, hover_number, indent, significant, span,
                          stage_key, stage_label)
-from .header import IGNORED_OPTIONS, model_name, noise_verdict
+from .header import model_name, noise_verdict
 from .page import Page, Section, chart_placeholder, escape
 from .tables import Cell, Column, Table, number_cell, text_cell
 
@@ -245,8 +245,7 @@ def comparison_page(runs: Sequence[Run], *, min_change: float = MIN_CHANGE,
                                        f"{executed_as(record.meta)})"))
     for letter, record in zip(letters[1:], records[1:]):
         changes = [f"{k}: {a} -> {b}" for k, (a, b) in
-                   config_differences(reference.config, record.config).items()
-                   if not k.startswith(IGNORED_OPTIONS)]
+                   measured_differences(reference.config, record.config).items()]
         facts.append((f"A -> {letter}", "; ".join(changes) or "same options"))
     facts += [(f"noise {letter}", noise_verdict(record.meta))
               for letter, record in zip(letters, records)]
@@ -265,8 +264,10 @@ def comparison_page(runs: Sequence[Run], *, min_change: float = MIN_CHANGE,
         page.charts["changes"] = _change_figure(tables, metric)
         page.charts["ratios"] = _ratio_figure(tables, metric, flops_ratios)
         page.sections.append(Section(
-            "Time changes and ratios", '<div class="row">' + chart_placeholder("changes")
-            + chart_placeholder("ratios") + "</div>", anchor="ratios",
+            "Time changes and ratios", '<div class="row">'
+            + chart_placeholder("changes", page.charts["changes"].layout.height)
+            + chart_placeholder("ratios", page.charts["ratios"].layout.height) + "</div>",
+            anchor="ratios",
             note=f"Left: how many ms each stage call's median time moved from A, the "
                  f"{CHANGES_SHOWN} largest first (solid: significant). Right: its median time "
                  f"in a run over its median time in A, in forward order, with the 95% "

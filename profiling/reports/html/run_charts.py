@@ -11,6 +11,7 @@ import pandas as pd
 
 from ...statistics.aggregate import first_column, time_column
 from ...counting.roofline import Ceilings, attainable_flops, stage_points
+from ..colours import depth_colour
 from .formatting import chart_labels, hover_number, indent, significant, stage_label
 from .page import chart_label, escape
 from .stage_tree import (CHAIN, ROOT, collapse_chains, exclusive_values, parent_keys,
@@ -163,7 +164,7 @@ def payload_figure(stages: pd.DataFrame) -> Any:
         chosen = (calls["depth"].astype(int) == depth).to_numpy()
         figure.add_bar(x=np.array(labels)[chosen], y=output[chosen] / 1e6,
                        name=f"output, depth {depth}", customdata=calls["key"][chosen],
-                       marker_color=f"hsl({(210 + 67 * depth) % 360},65%,50%)",
+                       marker_color=depth_colour(depth),
                        hovertext=hover[chosen],
                        hovertemplate="%{hovertext}<br>output " + hover_number("y")
                                      + " MB<extra></extra>")
@@ -235,8 +236,8 @@ def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
                                       rows[time])]
         figure.add_scatter(x=intensity[chosen], y=achieved[chosen] / 1e9, mode="markers",
                            name=f"depth {depth}", customdata=rows["key"], text=text,
-                           marker={"size": max(6, 13 - 2 * depth), "line": {"width": 1,
-                                                                            "color": "#fff"}},
+                           marker={"size": max(6, 13 - 2 * depth), "color": depth_colour(depth),
+                                   "line": {"width": 1, "color": "#fff"}},
                            hovertemplate="%{text}<br>intensity " + hover_number("x")
                                          + " FLOP/byte<br>achieved " + hover_number("y")
                                          + " GFLOP/s<extra></extra>")
