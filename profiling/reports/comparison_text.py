@@ -71,8 +71,9 @@ def format_comparison(table: pd.DataFrame, a: Run, b: Run, *,
 
     The header names the config keys that differ, each run's noise, and compares the
     parameters and the whole forward's median time. A time change is marked ``*`` when
-    significant (:func:`~profiling.reports.comparison.compare_runs`) and shown in parentheses otherwise (dimmed when
-    ``color``); payload, memory peak and FLOPs are exact and shown as they are.
+    significant (:func:`~profiling.reports.comparison.compare_runs`) and shown in parentheses
+    otherwise (dimmed when ``color``); payload, memory peak and FLOPs are exact and shown as
+    they are.
     """
     a, b = as_record(a), as_record(b)
     lines = [f"A: {a.label} ({executed_as(a.meta)})", f"B: {b.label} ({executed_as(b.meta)})"]
@@ -97,8 +98,9 @@ def format_comparison(table: pd.DataFrame, a: Run, b: Run, *,
         ("out MB", "out_bytes", 1e-6),
         ("peak MB", _first(table, "cuda_peak_mb", "tensor_peak_mb"), 1.0),
         ("GFLOPs", "flops" if "flops_a" in table else None, 1e-9)) if metric]
-    exact += [(metric.label, metric.column, metric.scale) for metric in extra_metrics(
-        declared_metrics_of(a, b), [column[:-2] for column in table.columns if column.endswith("_a")])]
+    compared = [column[:-2] for column in table.columns if column.endswith("_a")]
+    exact += [(metric.label, metric.column, metric.scale)
+              for metric in extra_metrics(declared_metrics_of(a, b), compared)]
     header = f"{'stage':<{LABEL}}"
     if time:
         header += f"{'time ms A':>10}{'time ms B':>10}{'change':>10}{_ci_label(table):>14}"
