@@ -66,7 +66,7 @@ def test_the_detail_panel_lists_the_operators_of_the_run_view(run):
     assert conv["share"].tolist() == [100.0]
     details = run_page(read_run(run)).data["details"]
     assert details["conv#0"][-2:] == [
-        ["operators (counted)", "FLOPs (share of the call's), bytes"],
+        ["operators", "counted: FLOPs (share of the call's), bytes read and written"],
         ["aten.convolution", f"0.000295 GFLOPs (100.0%), {CONV_BYTES / 1e6:.3g} MB read and "
                              f"written"]]
     body = dict(map(tuple, details["body#0"]))
@@ -74,7 +74,7 @@ def test_the_detail_panel_lists_the_operators_of_the_run_view(run):
     share = 100 * CONV_FLOPS / (CONV_FLOPS + relu)
     assert body["aten.convolution"].startswith(f"0.000295 GFLOPs ({share:.1f}%), ")
     assert body["aten.relu"].startswith(f"0.00000205 GFLOPs ({100 - share:.1f}%), ")
-    assert "operators (counted)" not in dict(map(tuple, details["sizes#0"]))
+    assert "operators" not in dict(map(tuple, details["sizes#0"]))
 
 
 class _Wide(nn.Module):

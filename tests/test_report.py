@@ -72,6 +72,18 @@ def test_a_chain_of_only_children_is_one_block():
     assert [p for p, kept in zip(parents, keep) if kept] == [ROOT, "a#0", ROOT, "d#0", "d#0"]
 
 
+def test_an_icicle_block_says_as_much_as_fits_in_it():
+    """A block's label is as wide as the block allows (7 px a character in a 1290-pixel
+    icicle): the whole label in a wide block, without the time in a narrower one, the name
+    alone in a narrow one; a block too narrow for any keeps the whole (plotly hides it)."""
+    from profiling.reports.html.run_charts import _block_text
+
+    values = pd.Series([50.0, 8.0, 2.0, 0.01])  # of 100: 645, 103, 25.8 and 0.13 px
+    assert _block_text(["backbone", "fpn", "ab", "tiny"], values, "ms", 100.0) == [
+        "backbone \u00b7 50.0 ms \u00b7 50.0%", "fpn \u00b7 8.0%", "ab",
+        "tiny \u00b7 0.0100 ms \u00b7 0.0%"]
+
+
 def test_a_run_page_holds_every_stage_chart_and_figure(runs):
     page_html = (runs["a"] / "report.html").read_text()
     data = _data(page_html)

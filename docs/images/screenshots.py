@@ -1,9 +1,9 @@
 """Make the report pages that docs/report.md and the README show, and their screenshots.
 
 Runs, in ``--work`` (default ``results/screenshots``): Faster R-CNN at ``model.stage_depth=2``
-on a 128x128 input, GMFlow on 64x96, resnet18 at ``model.stage_depth=3`` (over 100 stage
-calls), a comparison of resnet18 at 64x64 and 96x96, and a sweep of SwiftNet over
-``input.size``; each page is shot in headless chromium at 1400x1000 (what a reader sees first)
+on a 128x128 input, GMFlow on 64x96, resnet50 at ``model.stage_depth=3`` (over 100 stage
+calls), resnet18 at ``model.stage_depth=3``, a comparison of resnet18 at 64x64 and 96x96, and
+a sweep of SwiftNet over ``input.size``; each page is shot in headless chromium at 1400x1000 (what a reader sees first)
 and at its full height (``<name>_full.png``, to look at every chart). The four that the docs
 show are copied to ``docs/images/report_*.png``::
 
@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -29,6 +30,8 @@ from page_draw import Browser  # noqa: E402
 RUNS = {
     "faster_rcnn": ["model=faster_rcnn", "model.stage_depth=2", "input.size=[128,128]"],
     "gmflow": ["model=gmflow", "input.size=[64,96]"],
+    "resnet50": ["model=torchvision", "model.arch=resnet50", "model.stage_depth=3",
+                 "input.size=[64,64]"],
     "resnet18": ["model=torchvision", "model.arch=resnet18", "model.stage_depth=3",
                  "input.size=[64,64]"],
     "resnet18_96": ["model=torchvision", "model.arch=resnet18", "model.stage_depth=3",
@@ -43,16 +46,20 @@ DOCS = {"report_run.png": ("faster_rcnn/report.html", ""),
         "report_sweep.png": ("sweep/report.html", "")}
 
 
-def _profile(work: Path) -> None:
+def _profile(work: Path, only: Optional[list[str]] = None) -> None:
     python = [sys.executable, "-m"]
     common = ["device=cpu", "run.repeats=5", "report=true", "plots=true", "run.overwrite=true"]
     for name, options in RUNS.items():
-        subprocess.run([*python, "zoo.profile", *options, *common,
-                        f"hydra.run.dir={work / name}"], cwd=ROOT, check=True)
+        if only is None or name in only:
+            subprocess.run([*python, "zoo.profile", *options, *common,
+                            f"hydra.run.dir={work / name}"], cwd=ROOT, check=True)
+        else:  # the run as it was, its page made again
+            subprocess.run([*python, "zoo.report", str(work / name)], cwd=ROOT, check=True)
     name, options = SWEEP
-    shutil.rmtree(work / name, ignore_errors=True)  # a sweep folder is written afresh
-    subprocess.run([*python, "zoo.profile", "-m", *options, "device=cpu", "run.repeats=3",
-                    f"hydra.sweep.dir={work / name}"], cwd=ROOT, check=True)
+    if only is None or name in only:
+        shutil.rmtree(work / name, ignore_errors=True)  # a sweep folder is written afresh
+        subprocess.run([*python, "zoo.profile", "-m", *options, "device=cpu", "run.repeats=3",
+                        f"hydra.sweep.dir={work / name}"], cwd=ROOT, check=True)
     subprocess.run([*python, "zoo.report", str(work / name), "--overwrite"], cwd=ROOT,
                    check=True)
     subprocess.run([*python, "zoo.report", str(work / "resnet18"), str(work / "resnet18_96"),
@@ -90,10 +97,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=ROOT / "results" / "screenshots")
     parser.add_argument("--shots", action="store_true", help="only shoot the pages made")
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="profile only these runs (by name; the sweep as 'sweep')")
     args = parser.parse_args()
     work = args.work.resolve()
     if not args.shots:
-        _profile(work)
+        _profile(work, args.only)
     shots = work / "shots"
     shots.mkdir(parents=True, exist_ok=True)
     pages = {name: work / name / "report.html" for name in RUNS}

@@ -77,6 +77,18 @@ def chart_placeholder(chart_id: str, height: Optional[int] = None) -> str:
     return f'<div class="chart" id="{escape(chart_id)}"{style}></div>'
 
 
+def _sized(body: str, charts: Mapping[str, Any]) -> str:
+    """``body`` with each chart's placeholder as high as its figure (``layout.height``), so
+    that the page does not move when plotly draws it, nor the chart spill over what follows
+    (a placeholder is 320 px unless told)."""
+    for chart_id, figure in charts.items():
+        height = (figure.get("layout") or {}).get("height")
+        if height:
+            body = body.replace(f'<div class="chart" id="{escape(chart_id)}"></div>',
+                                chart_placeholder(chart_id, height))
+    return body
+
+
 @dataclass
 class Section:
     """One part of a page: a heading, a note under it (plain text) and its HTML body."""
@@ -131,7 +143,7 @@ class Page:
         charts = {key: (figure.to_plotly_json() if hasattr(figure, "to_plotly_json")
                         else figure) for key, figure in self.charts.items()}
         payload = to_json({"kind": self.kind, "charts": charts, **self.data})
-        body = "".join(section.render() for section in self.sections)
+        body = _sized("".join(section.render() for section in self.sections), charts)
         return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
                 f"<title>{escape(self.title)}</title><style>{_asset('report.css')}</style>"

@@ -49,8 +49,9 @@ def operator_lines(view: RunView) -> dict[str, list[list[str]]]:
     if view.operators is None:
         return {}
     timed = "time_ms" in view.operators
-    head = (["operators (runtime nodes)", "median time (share of the call's node time)"]
-            if timed else ["operators (counted)", "FLOPs (share of the call's), bytes"])
+    head = (["operators", "runtime nodes: median time (share of the call's node time)"]
+            if timed else ["operators", "counted: FLOPs (share of the call's), bytes read and "
+                                        "written"])
     lines: dict[str, list[list[str]]] = {}
     for key, group in view.operators.groupby("key", sort=False):
         rows = group.to_dict("records")

@@ -232,7 +232,9 @@
       const yLabel = spec.labels[y];
       const rows = spec.rows.filter((row) => row[y] !== null && row[y] !== undefined);
       const trace = {
-        type: "scatter", mode: "markers+text", x: rows.map((r) => r.shown[x]),
+        /* a job named by more than the option on the axis says its name beside its point */
+        type: "scatter", mode: spec.options.length > 1 ? "markers+text" : "markers",
+        x: rows.map((r) => r.shown[x]),
         y: rows.map((r) => r[y]), text: rows.map((r) => r.shown.job), textposition: "top center",
         customdata: rows.map((r) => r.job), marker: { size: 10 },
         /* the forward's whiskers: the interval of its median */
@@ -245,7 +247,9 @@
       };
       const layout = {
         margin: { t: 30, l: 70, r: 20, b: 60 },
-        xaxis: { title: { text: xLabel }, type: "category" },
+        /* half a category of room each side: no point or whisker on the plot's edge */
+        xaxis: { title: { text: xLabel }, type: "category",
+                 range: [-0.5, new Set(rows.map((r) => r.shown[x])).size - 0.5] },
         yaxis: { title: { text: yLabel }, rangemode: "tozero" },
         title: { text: yLabel + " against " + xLabel },
       };
