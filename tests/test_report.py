@@ -315,3 +315,16 @@ def test_the_stage_detail_panel_holds_a_call_s_figures(runs):
     conv = times[times["stage"] == "conv"].sort_values("repeat")["cpu_time_ms"]
     assert details["each repeat (ms)"] == ", ".join(significant(t) for t in conv)
     assert details["75% CI"].endswith(" ms") and "\u2013" in details["75% CI"]
+
+
+def test_a_chart_of_many_rows_has_its_x_axis_on_top():
+    """A comparison's chart taller than a screen (a row per stage call) shows its scale with
+    its first rows: the x axis on top, the legend under it; a short one keeps them as they
+    are."""
+    from profiling.reports.html.compare_page import TALL_ROWS, _axis_in_view
+
+    legend = {"orientation": "h", "y": 1.02}
+    assert _axis_in_view(TALL_ROWS - 1, legend) == {
+        "margin": {"t": 30, "l": 10, "r": 10, "b": 50}, "legend": legend}
+    tall = _axis_in_view(TALL_ROWS, legend)
+    assert tall["xaxis_side"] == "top" and tall["legend"]["y"] == 0

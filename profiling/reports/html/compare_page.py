@@ -108,13 +108,27 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str,
                            hoverinfo="skip", name=f"all FLOPs {letter}/A: {factor_text(ratio)}")
     figure.update_layout(
         height=120 + 22 * count,  # a row per stage call, every name shown
-        margin={"t": 30, "l": 10, "r": 10, "b": 50},
         xaxis={"type": "log", "title": {"text": f"{_time_words(metric)}, run / A (log), with "
                                                 f"its 95% interval"}},
         yaxis={"range": [count - 0.5, -0.5], "automargin": True, "type": "category",
                "tickmode": "linear", "dtick": 1},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+        **_axis_in_view(count, {"orientation": "h", "y": 1.02, "yanchor": "bottom"}))
     return figure
+
+
+#: From this many rows a chart of rows is taller than a screen: its x axis goes on top, where
+#: a reader sees it with the first rows.
+TALL_ROWS = 25
+
+
+def _axis_in_view(rows: int, legend: dict) -> dict:
+    """The margins, the x axis's side and the legend of a chart of ``rows`` rows: for a tall
+    one the x axis on top (under the chart's tool bar) and the legend under the chart, else
+    the axis at the foot and ``legend``."""
+    if rows < TALL_ROWS:
+        return {"margin": {"t": 30, "l": 10, "r": 10, "b": 50}, "legend": legend}
+    return {"margin": {"t": 90, "l": 10, "r": 10, "b": 40}, "xaxis_side": "top",
+            "legend": {"orientation": "h", "y": 0, "yanchor": "top", "x": 0}}
 
 
 def factor_text(ratio: float) -> str:
@@ -153,11 +167,11 @@ def _change_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
         count = max(count, len(rows))
     figure.update_layout(
         height=120 + 22 * count, barmode="group", showlegend=len(tables) > 1,
-        margin={"t": 30, "l": 10, "r": 10, "b": 50},
         xaxis={"title": {"text": f"change of the {_time_words(metric)} (ms; below 0: "
                                  f"faster)"}, "zeroline": True},
         yaxis={"autorange": "reversed", "automargin": True, "type": "category",
-               "tickmode": "linear", "dtick": 1})
+               "tickmode": "linear", "dtick": 1},
+        **_axis_in_view(count, {}))
     return figure
 
 
