@@ -201,6 +201,16 @@ def test_every_face_of_an_onnxruntime_int8_run_states_the_same(tmp_path):
     details = _page_data((folder / "report.html").read_text())["details"]["encoder#0"]
     assert ["operators", "runtime nodes: median time (share of the call's node time)"] in \
         details
+    # each node's time against ONNX Runtime's own profile: its kernel events in each of the
+    # 5 timed runs (after the warm-up one), summed, their median
+    events = json.loads(Path(profiled.backend.profile_file).read_text())
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == "model_run")[1:]
+    for row in conv.itertuples():
+        node = re.sub(r" \((int8|float32)\)$", "", row.operator)
+        per_run = [sum(e["dur"] for e in events if e.get("cat") == "Node"
+                       and e["name"] == f"{node}_kernel_time" and start <= e["ts"] <= stop)
+                   for start, stop in runs]
+        assert len(per_run) == 5 and row.time_ms == pytest.approx(np.median(per_run) / 1e3)
 
 
 @pytest.mark.slow
