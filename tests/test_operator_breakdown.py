@@ -66,9 +66,8 @@ def test_the_detail_panel_lists_the_operators_of_the_run_view(run):
     assert conv["share"].tolist() == [100.0]
     details = run_page(read_run(run)).data["details"]
     assert details["conv#0"][-2:] == [
-        ["operators", "counted: FLOPs (share of the call's), bytes read and written"],
-        ["aten.convolution", f"0.000295 GFLOPs (100.0%), {CONV_BYTES / 1e6:.3g} MB read and "
-                             f"written"]]
+        ["operators", "counted: GFLOPs (share of the call's), MB read and written"],
+        ["aten.convolution", f"0.000295 GFLOPs (100.0%), {CONV_BYTES / 1e6:.3g} MB"]]
     body = dict(map(tuple, details["body#0"]))
     relu = 8 * 16 * 16  # one FLOP per element
     share = 100 * CONV_FLOPS / (CONV_FLOPS + relu)

@@ -109,5 +109,5 @@ def test_a_pinned_stage_shows_its_operators(pages, tmp_path):
     dom = render(page, tmp_path / "pinned.png", fragment="stage=conv%230").dom
     panel = dom[dom.index('id="stage-detail"'):]
     panel = panel[:panel.index("</aside>")]
-    assert "<dt>operators</dt><dd>counted: FLOPs" in panel
+    assert "<dt>operators</dt><dd>counted: GFLOPs" in panel
     assert re.search(r"<dt>aten\.convolution</dt><dd>0\.000295 GFLOPs \(100\.0%\), ", panel)

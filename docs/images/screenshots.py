@@ -41,7 +41,7 @@ RUNS = {
 SWEEP = ("sweep", ["model=swiftnet", "input.size=[64,128],[128,256]"])
 #: The screenshots the docs show: their file in docs/images, the page, the stage pinned.
 DOCS = {"report_run.png": ("faster_rcnn/report.html", ""),
-        "report_stage_detail.png": ("resnet18/report.html", "stage=layer2.0.conv1%230"),
+        "report_stage_detail.png": ("resnet18/report.html", "stage=layer2.0%230"),
         "report_comparison.png": ("compare.html", ""),
         "report_sweep.png": ("sweep/report.html", "")}
 

@@ -38,8 +38,8 @@ def _operator_value(row: dict[str, Any]) -> str:
     if "time_ms" in row:
         return f"{significant(row['time_ms'])} ms{share}"
     moved = float(row.get("bytes_read") or 0) + float(row.get("bytes_written") or 0)
-    return (f"{significant(float(row['flops']) / 1e9)} GFLOPs{share}, "
-            f"{significant(moved / 1e6)} MB read and written")
+    gflops = significant(float(row["flops"]) / 1e9)
+    return f"{gflops} GFLOPs{share}, {significant(moved / 1e6)} MB"
 
 
 def operator_lines(view: RunView) -> dict[str, list[list[str]]]:
@@ -50,7 +50,7 @@ def operator_lines(view: RunView) -> dict[str, list[list[str]]]:
         return {}
     timed = "time_ms" in view.operators
     head = (["operators", "runtime nodes: median time (share of the call's node time)"]
-            if timed else ["operators", "counted: FLOPs (share of the call's), bytes read and "
+            if timed else ["operators", "counted: GFLOPs (share of the call's), MB read and "
                                         "written"])
     lines: dict[str, list[list[str]]] = {}
     for key, group in view.operators.groupby("key", sort=False):
