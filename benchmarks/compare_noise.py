@@ -28,7 +28,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from profiling.reports.comparison import FORWARD, MIN_CHANGE, compare_runs, noise_summary
+from profiling.reports.comparison import FORWARD, MIN_CHANGE, compare_runs
+from profiling.reports.comparison_text import noise_summary
 from profiling.reports import read_run
 
 #: The configuration compared with itself unless others are given after ``--``.

@@ -3,14 +3,17 @@
 ``--virtual-time-budget`` (what the browser tests use) runs a page on a virtual clock, so its
 ``performance.now()`` says nothing about a reader's wait. This script drives chromium over the
 DevTools protocol on a pipe (``--remote-debugging-pipe``, no extra package), opens each page
-given, waits until its ``<body data-charts-drawn>`` appears and reads ``data-charts-ms`` and
-``data-plotly-ms`` (ms after navigation began, written by the page's loader); each
-page ``--rounds`` times, alternating, so that two pages meet the same machine:
+given, waits until its ``<body data-charts-drawn>`` appears and reads ``data-view-ms`` (the
+charts in the first screen drawn), ``data-charts-ms`` (every chart drawn) and
+``data-plotly-ms`` (plotly.js ready), in ms after navigation began, as the page's script and
+loader write them; each page ``--rounds`` times, alternating, so that two pages meet the same
+machine:
 
     python benchmarks/page_draw.py results/run/report.html old/report.html --rounds 5
 
 A page without ``data-charts-ms`` (one written before the loader) is timed by polling for
-``data-charts-drawn`` every 20 ms.
+``data-charts-drawn`` every 20 ms; one without ``data-view-ms`` (written before the charts in
+view were drawn first) has its charts in view drawn when all are.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ import time
 from pathlib import Path
 
 _POLL = ("(() => { const b = document.body; if (!b || b.dataset.chartsDrawn === undefined) "
-         "return null; return [b.dataset.chartsMs ? Number(b.dataset.chartsMs) : "
-         "performance.now(), Number(b.dataset.plotlyMs || 0)]; })()")
+         "return null; const all = b.dataset.chartsMs ? Number(b.dataset.chartsMs) : "
+         "performance.now(); return [all, Number(b.dataset.plotlyMs || 0), "
+         "Number(b.dataset.viewMs || all)]; })()")
 
 
 class Browser:
@@ -70,9 +74,10 @@ class Browser:
         self._process.wait()
 
 
-def draw_time(browser: Browser, page: Path, limit_s: float = 60.0) -> tuple[float, float]:
-    """(ms to the charts drawn, ms to plotly.js ready or 0 where the page does not say) of
-    one fresh load of ``page``."""
+def draw_time(browser: Browser, page: Path, limit_s: float = 60.0
+              ) -> tuple[float, float, float]:
+    """(ms to every chart drawn, ms to plotly.js ready or 0 where the page does not say, ms to
+    the charts in view drawn) of one fresh load of ``page``."""
     target = browser.call("Target.createTarget", url="about:blank")["targetId"]
     session = browser.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
     browser.call("Page.navigate", session, url=page.resolve().as_uri())
@@ -82,7 +87,7 @@ def draw_time(browser: Browser, page: Path, limit_s: float = 60.0) -> tuple[floa
             value = browser.call("Runtime.evaluate", session, expression=_POLL,
                                  returnByValue=True)["result"].get("value")
             if value:
-                return float(value[0]), float(value[1])
+                return float(value[0]), float(value[1]), float(value[2])
             time.sleep(0.02)
         raise RuntimeError(f"{page}: no charts drawn in {limit_s:.0f} s")
     finally:
@@ -95,7 +100,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     browser = Browser()
-    times: dict[Path, list[tuple[float, float]]] = {page: [] for page in args.pages}
+    times: dict[Path, list[tuple[float, float, float]]] = {page: [] for page in args.pages}
     try:
         for _ in range(args.rounds):
             for page in args.pages:
@@ -103,11 +108,12 @@ def main() -> None:
     finally:
         browser.close()
     for page, rounds in times.items():
-        drawn = statistics.median(t for t, _ in rounds)
-        ready = statistics.median(t for _, t in rounds)
-        print(f"{page}: {page.stat().st_size / 1e6:.2f} MB, charts drawn {drawn:.0f} ms "
-              f"(median of {len(rounds)}" + (f"; plotly.js ready at {ready:.0f} ms)" if ready
-                                             else ")"))
+        drawn, ready, view = (statistics.median(t[i] for t in rounds) for i in range(3))
+        spread = f"{min(t[2] for t in rounds):.0f}-{max(t[2] for t in rounds):.0f}"
+        print(f"{page}: {page.stat().st_size / 1e6:.2f} MB, charts in view drawn {view:.0f} ms "
+              f"({spread}), all charts {drawn:.0f} ms (medians of {len(rounds)}"
+              + (f"; plotly.js ready at {ready:.0f} ms)" if ready else ")"))
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from profiling.reports.comparison import FORWARD, format_comparison
+from profiling.reports.comparison import FORWARD
+from profiling.reports.comparison_text import format_comparison
 from profiling.statistics.paired import is_change, paired_significance
 from zoo.tools.ab_compare import run_ab
 from zoo.options import ConfigError

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from cli_runner import run_main
-from profiling.reports.comparison import FORWARD, executed_as, format_comparison
+from profiling.reports.comparison import FORWARD, executed_as
+from profiling.reports.comparison_text import format_comparison
 from profiling.statistics.paired import interleaved_ms, ratio_entry, ratio_value
 from zoo.tools import compare
 

@@ -35,7 +35,8 @@ def test_cli_writes_the_contract_files(tmp_path):
     assert "backbonefpn_body" in done.stdout
     assert {p.name for p in run_dir.iterdir()} == {".stagezoo", "stages.csv", "payload.log",
                                                    "meta.json", "layers.csv", "layers.txt",
-                                                   "modules.csv", "modules.txt", "times.csv"}
+                                                   "modules.csv", "modules.txt", "times.csv",
+                                                   "operators.csv"}
     stages = pd.read_csv(run_dir / "stages.csv")
     body = stages[stages.stage == "backbonefpn_body"].iloc[0]
     # 64x64 stays 64x64: body levels at strides 4..32 with 256..2048 channels
@@ -54,8 +55,8 @@ def test_run_profile_from_python(tmp_path):
     cfg = compose_config(FAST + ["run.repeats=1", "summary=false"])
     run = run_profile(cfg, tmp_path)
     assert sorted(p.name for p in run.files) == [
-        "layers.csv", "layers.txt", "meta.json", "modules.csv", "modules.txt", "payload.log",
-        "stages.csv", "times.csv"]
+        "layers.csv", "layers.txt", "meta.json", "modules.csv", "modules.txt", "operators.csv",
+        "payload.log", "stages.csv", "times.csv"]
     stages = run.result.stages
     body = stages[stages.stage == "backbonefpn_body"].iloc[0]
     layer_totals = pd.read_csv(tmp_path / "layers.csv")

@@ -104,7 +104,8 @@ def _run_folder(root, name, times_ms: dict, forward_ms: list, noise=None):
 
 
 def test_significance_per_stage_and_forward_from_the_raw_repeats(tmp_path):
-    from profiling.reports.comparison import FORWARD, compare_runs, format_comparison
+    from profiling.reports.comparison import FORWARD, compare_runs
+    from profiling.reports.comparison_text import format_comparison
 
     steady = [10.0, 10.2, 9.8, 10.1, 9.9, 10.0, 10.3, 9.7]
     a = _run_folder(tmp_path, "a", {"encoder": steady, "head": [4.0] * 8},
@@ -164,7 +165,8 @@ def test_a_noisy_run_raises_the_smallest_significant_change(tmp_path):
 
 
 def test_significance_is_withheld_when_a_machine_was_loaded(tmp_path):
-    from profiling.reports.comparison import compare_runs, format_comparison
+    from profiling.reports.comparison import compare_runs
+    from profiling.reports.comparison_text import format_comparison
 
     loaded = {"load_average_before": [5.0, 4.0, 3.0], "load_average_after": [1.0, 1.0, 1.0],
               "cores": 2, "forward_cv": 0.01, "repeats": 6}

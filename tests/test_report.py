@@ -72,6 +72,18 @@ def test_a_chain_of_only_children_is_one_block():
     assert [p for p, kept in zip(parents, keep) if kept] == [ROOT, "a#0", ROOT, "d#0", "d#0"]
 
 
+def test_an_icicle_block_says_as_much_as_fits_in_it():
+    """A block's label is as wide as the block allows (7 px a character in a 1290-pixel
+    icicle): the whole label in a wide block, without the time in a narrower one, the name
+    alone in a narrow one; a block too narrow for any keeps the whole (plotly hides it)."""
+    from profiling.reports.html.run_charts import _block_text
+
+    values = pd.Series([50.0, 8.0, 2.0, 0.01])  # of 100: 645, 103, 25.8 and 0.13 px
+    assert _block_text(["backbone", "fpn", "ab", "tiny"], values, "ms", 100.0) == [
+        "backbone \u00b7 50.0 ms \u00b7 50.0%", "fpn \u00b7 8.0%", "ab",
+        "tiny \u00b7 0.0100 ms \u00b7 0.0%"]
+
+
 def test_a_run_page_holds_every_stage_chart_and_figure(runs):
     page_html = (runs["a"] / "report.html").read_text()
     data = _data(page_html)
@@ -193,17 +205,38 @@ def test_options_that_differ_from_the_defaults_head_the_page(runs):
 
 def test_a_run_page_lists_the_recorded_options_and_report_true():
     """meta.json's ``options`` (what differs from the defaults: no ``model=NAME`` that is the
-    default) are listed, and ``report=true``, which says how the page was made."""
+    default) are listed as recorded, ``plots=true`` and ``report=true`` among them; a run
+    that recorded none lists its overrides and ``report=true``, which says how the page was
+    made."""
     from types import SimpleNamespace
 
     from profiling.reports.html.header import option_changes
 
-    record = SimpleNamespace(meta={"options": ["model.stage_depth=2"]}, overrides={
-        "model": "faster_rcnn", "model.stage_depth": "2", "report": "true"},
-        config={"report": True})
-    assert option_changes(record) == ["model.stage_depth=2", "report=true"]
+    recorded = ["model.stage_depth=2", "plots=true", "report=true"]
+    record = SimpleNamespace(meta={"options": recorded}, overrides={
+        "model": "faster_rcnn", "model.stage_depth": "2", "plots": "true", "report": "true"},
+        config={"report": True, "plots": True})
+    assert option_changes(record) == recorded
+    assert option_changes(record, defaults={"model": {"stage_depth": 1}}) == recorded
     record.meta = {}
-    assert option_changes(record) == ["model=faster_rcnn", "model.stage_depth=2", "report=true"]
+    assert option_changes(record) == ["model=faster_rcnn", "model.stage_depth=2", "plots=true",
+                                      "report=true"]
+
+
+def test_the_page_lists_the_options_the_terminal_printed():
+    """The page's options come from where the terminal's options line comes from
+    (zoo.tools.changed_options), so that none is dropped: plots=true and report=true too."""
+    from types import SimpleNamespace
+
+    from profiling.reports.html.header import option_changes
+    from zoo.tools.changed_options import changed_options, options_line
+
+    overrides = ["model=swiftnet", "input.size=[64,128]", "plots=true", "report=true"]
+    recorded = changed_options(overrides)
+    record = SimpleNamespace(meta={"options": recorded}, overrides={}, config={"report": True})
+    listed = option_changes(record)
+    assert listed == ["model=swiftnet", "input.size=[64,128]", "plots=true", "report=true"]
+    assert options_line(overrides) == f"options: {' '.join(listed)} (the rest are the defaults)"
 
 
 def test_report_true_writes_the_page_with_the_run(tmp_path):
@@ -282,3 +315,16 @@ def test_the_stage_detail_panel_holds_a_call_s_figures(runs):
     conv = times[times["stage"] == "conv"].sort_values("repeat")["cpu_time_ms"]
     assert details["each repeat (ms)"] == ", ".join(significant(t) for t in conv)
     assert details["75% CI"].endswith(" ms") and "\u2013" in details["75% CI"]
+
+
+def test_a_chart_of_many_rows_has_its_x_axis_on_top():
+    """A comparison's chart taller than a screen (a row per stage call) shows its scale with
+    its first rows: the x axis on top, the legend under it; a short one keeps them as they
+    are."""
+    from profiling.reports.html.compare_page import TALL_ROWS, _axis_in_view
+
+    legend = {"orientation": "h", "y": 1.02}
+    assert _axis_in_view(TALL_ROWS - 1, legend) == {
+        "margin": {"t": 30, "l": 10, "r": 10, "b": 50}, "legend": legend}
+    tall = _axis_in_view(TALL_ROWS, legend)
+    assert tall["xaxis_side"] == "top" and tall["legend"]["y"] == 0

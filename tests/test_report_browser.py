@@ -87,3 +87,27 @@ def test_the_sweep_names_jobs_by_their_swept_values(shown):
     assert "swept options</dt><dd>model.width</dd>" in dom
     assert ">model.width=4<" in dom and ">model.width=8<" in dom  # the stacked chart's jobs
     assert re.search(r"<th[^>]*>noise</th>", dom)
+    # the metric chart starts on the forward against the first swept option, with whiskers
+    assert ">forward ms against model.width<" in dom
+    assert "interval of its median (75% CI: its true coverage" in dom
+
+
+@pytest.mark.parametrize("kind", ["run", "comparison", "sweep"])
+def test_every_page_weighs_under_2_5_mb_and_draws_the_charts_in_view_first(kind, pages,
+                                                                          shown):
+    page, _ = pages[kind]
+    assert page.stat().st_size < 2.5e6
+    view = re.search(r'<body[^>]* data-view-ms="(\d+)"', shown[kind])
+    drawn = re.search(r'<body[^>]* data-charts-ms="(\d+)"', shown[kind])
+    assert view and drawn and int(view.group(1)) <= int(drawn.group(1))
+
+
+def test_a_pinned_stage_shows_its_operators(pages, tmp_path):
+    """report.html#stage=conv%230 opens with body's conv pinned: its panel lists the
+    operators the op counter saw in it (one 3x3 convolution)."""
+    page, _ = pages["run"]
+    dom = render(page, tmp_path / "pinned.png", fragment="stage=conv%230").dom
+    panel = dom[dom.index('id="stage-detail"'):]
+    panel = panel[:panel.index("</aside>")]
+    assert "<dt>operators</dt><dd>counted: GFLOPs" in panel
+    assert re.search(r"<dt>aten\.convolution</dt><dd>0\.000295 GFLOPs \(100\.0%\), ", panel)

@@ -23,8 +23,8 @@ def test_python_users_get_the_folder_the_cli_writes(tmp_path):
     result = profile_model(model, inputs, collectors=["payload", "tensor_memory", "op_counts"])
     paths = write_run(result, tmp_path / "python", model)
     assert sorted(p.name for p in paths) == sorted(p.name for p in cli.files) == [
-        "layers.csv", "layers.txt", "meta.json", "modules.csv", "modules.txt", "payload.log",
-        "stages.csv"]
+        "layers.csv", "layers.txt", "meta.json", "modules.csv", "modules.txt", "operators.csv",
+        "payload.log", "stages.csv"]
     ours, theirs = (pd.read_csv(tmp_path / name / "stages.csv") for name in ("python", "cli"))
     pd.testing.assert_frame_equal(ours, theirs)
     meta = json.loads((tmp_path / "python" / "meta.json").read_text())

@@ -193,6 +193,24 @@ def test_every_face_of_an_onnxruntime_int8_run_states_the_same(tmp_path):
              zip(*(pd.read_csv(folder / "stages.csv")[k] for k in ("stage", "call_index")))]
     assert calls[-1] == "other" and "shift[1]" in calls
     _check_faces(folder, rows, calls, "93.7% CI", "int8")
+    # the detail panel's operators: the runtime's nodes, a stage's with those inside it
+    operators = run_view(folder).operators
+    encoder, conv = (operators[operators["key"] == key] for key in ("encoder#0", "conv#0"))
+    assert len(conv) and set(conv["operator"]) <= set(encoder["operator"])
+    assert encoder["share"].sum() == pytest.approx(100)
+    details = _page_data((folder / "report.html").read_text())["details"]["encoder#0"]
+    assert ["operators", "runtime nodes: median time (share of the call's node time)"] in \
+        details
+    # each node's time against ONNX Runtime's own profile: its kernel events in each of the
+    # 5 timed runs (after the warm-up one), summed, their median
+    events = json.loads(Path(profiled.backend.profile_file).read_text())
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == "model_run")[1:]
+    for row in conv.itertuples():
+        node = re.sub(r" \((int8|float32)\)$", "", row.operator)
+        per_run = [sum(e["dur"] for e in events if e.get("cat") == "Node"
+                       and e["name"] == f"{node}_kernel_time" and start <= e["ts"] <= stop)
+                   for start, stop in runs]
+        assert len(per_run) == 5 and row.time_ms == pytest.approx(np.median(per_run) / 1e3)
 
 
 @pytest.mark.slow
@@ -216,6 +234,23 @@ def test_the_page_in_a_browser_shows_the_rows_in_forward_order_and_weighs_under_
     assert ">93.7% CI ms</th>" in table
     drawn = re.search(r'id="icicle".*?</svg>', shown.dom, re.S).group(0)
     assert ">body/other<" in drawn or "body/other" in drawn
+
+
+def test_payload_png_and_the_page_colour_each_depth_alike(tmp_path):
+    """payload.png's bars and the page's payload bars take one colour per nesting depth:
+    every colour the page gives a depth is drawn in the PNG's pixels."""
+    from matplotlib.image import imread
+
+    folder = _torch_run(tmp_path / "run", repeats=2)
+    traces = _page_data((folder / "report.html").read_text())["charts"]["payload"]["data"]
+    colours = {trace["name"]: trace["marker"]["color"] for trace in traces
+               if trace["type"] == "bar"}
+    assert set(colours) == {"output, depth 0", "output, depth 1"}
+    assert colours["output, depth 0"] != colours["output, depth 1"]
+    pixels = imread(folder / "plots" / "payload.png")[..., :3].reshape(-1, 3)
+    drawn = {tuple(np.round(pixel * 255).astype(int)) for pixel in pixels}
+    for name, colour in colours.items():
+        assert tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5)) in drawn, name
 
 
 def test_forward_order_puts_each_other_row_under_its_parent():

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+import pandas as pd
 from torch import nn
 
-from ..counting import Counts, ModuleRecord, OpCounting
+from ..counting import COUNT_FIELDS, Counts, ModuleRecord, OpCounting, OperatorCounts
 from ..stages.markers import _set_counting
 from .base import Collector
 from .metrics import Metric
@@ -36,11 +37,13 @@ class OpCounts(Collector):
         modules: per-module records of the last forward, by dotted path.
         total: counts of the whole last forward (inside and outside stages).
         by_op: counts per operator of the last forward.
+        operators: each stage call's operator breakdown in the last forward (a table,
+            :attr:`operators`).
     """
 
     name = "op_counts"
     pass_name = "counting"
-    provides = ("uncounted", "modules")
+    provides = ("uncounted", "modules", "operators")
     metrics = (Metric("macs", unit="multiply-accumulates", kind="count",
                       description="multiply-accumulates of convolutions, linear layers, "
                       "matmuls and attention, bias excluded"),
@@ -58,7 +61,8 @@ class OpCounts(Collector):
         self.model = model
         self._counting: Optional[OpCounting] = None
         self._last: Optional[OpCounting] = None
-        self._open: list[tuple["StageCall", Counts]] = []
+        self._open: list[tuple["StageCall", OperatorCounts]] = []
+        self._parts: dict[tuple[str, int], dict[str, Counts]] = {}
 
     def bind(self, model, inputs) -> None:
         """Keep per-module records of ``model`` unless another model was given."""
@@ -67,13 +71,14 @@ class OpCounts(Collector):
 
     def start_forward(self) -> None:
         self._open = []
+        self._parts = {}
         self._counting = OpCounting(self.model).__enter__()
         _set_counting(True)  # models then take the explicit paths the formulas price
 
     def enter(self, call: "StageCall") -> None:
         if self._counting is None:
             return
-        counts = Counts()
+        counts = OperatorCounts()
         self._open.append((call, counts))
         self._counting.open(counts)
 
@@ -84,6 +89,7 @@ class OpCounts(Collector):
         if self._counting is not None:
             self._counting.close(counts)
         call.metrics.update(counts.as_dict())
+        self._parts[(call.name, call.call_index)] = counts.by_op
 
     def end_forward(self) -> None:
         self._finish()
@@ -121,3 +127,19 @@ class OpCounts(Collector):
     def by_op(self) -> dict[str, Counts]:
         """Counts per operator name of the last forward."""
         return self._last.by_op if self._last is not None else {}
+
+    @property
+    def operators(self) -> pd.DataFrame:
+        """Each stage call's operators in the last forward, one row per stage call and
+        operator (``stage``, ``call_index``, ``operator``, ``calls`` and the count fields),
+        inclusive of the stages nested inside, as the call's own counts are (so a call's rows
+        add up to them); in each call the most FLOPs first, then the most bytes."""
+        def weight(item: tuple[str, Counts]) -> tuple[int, int]:
+            return -item[1].flops, -(item[1].bytes_read + item[1].bytes_written)
+
+        rows = [{"stage": stage, "call_index": call_index, "operator": operator,
+                 "calls": counts.ops, **counts.as_dict()}
+                for (stage, call_index), parts in self._parts.items()
+                for operator, counts in sorted(parts.items(), key=weight)]
+        return pd.DataFrame(rows, columns=["stage", "call_index", "operator", "calls",
+                                           *COUNT_FIELDS])

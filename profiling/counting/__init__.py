@@ -11,14 +11,15 @@ Importing this package registers the built-in formulas, so its names are importe
 """
 
 from .counter import OpCounting, count_ops
-from .counts import COUNT_FIELDS, Counts
+from .counts import COUNT_FIELDS, Counts, OperatorCounts
 from .modules import ModuleRecord
 from .registry import OpCost, register_formula, register_free, registered_ops
 from .roofline import (PRESETS, Ceilings, add_roofline_columns, attainable_flops, bound,
                        ceilings, ceilings_for_device, load_ceilings, roofline_seconds,
                        save_ceilings)
 
-__all__ = ["OpCounting", "count_ops", "Counts", "COUNT_FIELDS", "ModuleRecord", "OpCost",
-           "register_formula", "register_free", "registered_ops", "Ceilings", "PRESETS",
+__all__ = ["OpCounting", "count_ops", "Counts", "OperatorCounts", "COUNT_FIELDS",
+           "ModuleRecord", "OpCost", "register_formula", "register_free", "registered_ops",
+           "Ceilings", "PRESETS",
            "attainable_flops", "bound", "ceilings", "ceilings_for_device", "load_ceilings",
            "roofline_seconds", "save_ceilings", "add_roofline_columns"]

@@ -115,7 +115,7 @@ class OpCounting:
             per_op = self.by_op[name] = Counts()
         per_op.add(cost)
         for counts in self._open:
-            counts.add(cost)
+            counts.add(cost, name)
 
 
 def _resolve_bytes(cost: OpCost, args: tuple, kwargs: dict, out: Any) -> OpCost:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .registry import OpCost
 
-__all__ = ["Counts", "COUNT_FIELDS"]
+__all__ = ["Counts", "OperatorCounts", "COUNT_FIELDS"]
 
 #: The count fields, in the order they are reported.
 COUNT_FIELDS = ("macs", "flops", "bytes_read", "bytes_written", "activations")
@@ -26,8 +26,8 @@ class Counts:
         self.activations = 0
         self.ops = 0
 
-    def add(self, cost: OpCost) -> None:
-        """Add one operator call whose bytes are resolved (not ``None``)."""
+    def add(self, cost: OpCost, operator: str = "") -> None:
+        """Add one call of ``operator`` whose bytes are resolved (not ``None``)."""
         self.macs += cost.macs
         self.flops += cost.flops
         self.bytes_read += cost.bytes_read
@@ -37,7 +37,7 @@ class Counts:
 
     def merge(self, other: "Counts") -> None:
         """Add everything ``other`` holds."""
-        for field in self.__slots__:
+        for field in (*COUNT_FIELDS, "ops"):
             setattr(self, field, getattr(self, field) + getattr(other, field))
 
     def as_dict(self) -> dict[str, int]:
@@ -47,3 +47,22 @@ class Counts:
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v}" for k, v in self.as_dict().items())
         return f"Counts({fields}, ops={self.ops})"
+
+
+class OperatorCounts(Counts):
+    """:class:`Counts` that also keep each operator's part (``by_op``: operator name ->
+    :class:`Counts`), for a stage call's operator breakdown."""
+
+    __slots__ = ("by_op",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_op: dict[str, Counts] = {}
+
+    def add(self, cost: OpCost, operator: str = "") -> None:
+        """Add one call of ``operator``, to the whole and to the operator's part."""
+        super().add(cost)
+        part = self.by_op.get(operator)
+        if part is None:
+            part = self.by_op[operator] = Counts()
+        part.add(cost)

@@ -10,34 +10,32 @@ configuration, a shift the repeats of either run cannot see; ``docs/statistics.m
 measurements), raised to the larger forward CV of the two runs when that is larger
 (:func:`change_threshold`; see ``docs/statistics.md``), and, for CPU times, the medians differ
 by at least :data:`MIN_CPU_DIFFERENCE_MS`. Between runs whose machine was loaded
-above its cores nothing is called significant (:func:`withheld_reason`).
+above its cores nothing is called significant (:func:`withheld_reason`). The terminal's table
+of a comparison is :func:`~profiling.reports.comparison_text.format_comparison`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import textwrap
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..statistics.noise import loaded_reason, unreliable_reasons
-from ..statistics.intervals import (RATIO_CI_METHOD, coefficient_of_variation, is_significant,
-                          ratio_interval)
-from ..statistics.paired import AB_MIN_CHANGE, AB_RULE, paired_significance
+from ..statistics.intervals import coefficient_of_variation, is_significant, ratio_interval
+from ..statistics.noise import loaded_reason
+from ..statistics.paired import AB_MIN_CHANGE, paired_significance
 from ..statistics.thresholds import MIN_CHANGE
-from .labels import printable, right_aligned, shorten
-from .numbers import plain, significant
 from .record import Run, RunRecord, as_record
-from .runs import flatten_config, forward_median
-from .view import executed_precision, extra_metrics, forward_order
+from .runs import flatten_config
+from .view import executed_precision, forward_order
 
 __all__ = ["PAYLOAD_COLUMNS", "compared_columns", "compare_stages",
            "compare_runs", "compare_paired_runs", "add_significance", "forward_comparison",
-           "change_threshold", "withheld_reason", "config_differences", "format_comparison",
-           "MIN_CHANGE", "MIN_CPU_DIFFERENCE_MS", "FORWARD", "significance_rule", "executed_as"]
+           "change_threshold", "withheld_reason", "config_differences", "declared_metrics_of",
+           "measured_differences", "IGNORED_OPTIONS",
+           "MIN_CHANGE", "MIN_CPU_DIFFERENCE_MS", "FORWARD", "executed_as"]
 
 #: CPU time differences below this many ms are never significant: about one time slice of
 #: the OS scheduler, by which a preemption moves a stage between two processes (the A/A
@@ -45,9 +43,6 @@ __all__ = ["PAYLOAD_COLUMNS", "compared_columns", "compare_stages",
 MIN_CPU_DIFFERENCE_MS = 1.0
 #: The ``stage`` of the whole forward's row in :func:`compare_runs`'s table.
 FORWARD = "(forward)"
-#: Widths of the terminal table's stage column and of each exact metric's column: the table
-#: fits 120 columns.
-LABEL, EXACT = 30, 15
 
 #: The payload columns every comparison holds; the metrics the runs' collectors declare
 #: follow them (:func:`compared_columns`).
@@ -114,173 +109,25 @@ def config_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, 
             if json.dumps(flat_a.get(k), default=str) != json.dumps(flat_b.get(k), default=str)}
 
 
-def _cell(value: float, scale: float = 1.0) -> str:
-    return "-" if value is None or pd.isna(value) else significant(value * scale)
+#: Config keys that change what a run writes or prints, not what it measures: no face of a
+#: comparison lists them among the options that differ between its runs.
+IGNORED_OPTIONS = ("hydra", "summary", "plots", "trace", "report", "run.overwrite",
+                   "device.collectors")
 
 
-#: From this change on (percent), a change is written as the factor B/A (``x52.1``): 10x.
-FACTOR_FROM_PERCENT = 900.0
+def measured_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, tuple]:
+    """:func:`config_differences` but the keys of :data:`IGNORED_OPTIONS`: what the terminal
+    and the page of a comparison list as changed from A."""
+    return {key: values for key, values in config_differences(a, b).items()
+            if not key.startswith(IGNORED_OPTIONS)}
 
 
-def _percent(first: float, second: float, decimals: int = 1) -> str:
-    """B's change from A in percent (``+12.5%``), or as the factor B/A where B is at least
-    10x A (``x5,208,333,333``, not ``+520833333233%``)."""
-    change = (second / first - 1) * 100
-    if abs(change) >= FACTOR_FROM_PERCENT:
-        return f"x{plain(second / first)}"
-    return f"{change:+.{decimals}f}%"
-
-
-def _change(first: float, second: float) -> str:
-    if pd.isna(first) or pd.isna(second) or first == 0:
-        return "-"
-    return _percent(first, second)
-
-
-def _time_change(row: pd.Series, metric: str, color: bool) -> tuple[str, str]:
-    """The time's change and its interval, marked ``*`` when significant and put in
-    parentheses (dimmed on a terminal) when within the noise."""
-    change = _change(row[f"{metric}_a"], row[f"{metric}_b"])
-    low, high = row.get("time_ratio_ci95_low", np.nan), row.get("time_ratio_ci95_high", np.nan)
-    if change == "-" or pd.isna(low) or pd.isna(high):
-        return change, "-"
-    interval = f"{(low - 1) * 100:+.0f}..{(high - 1) * 100:+.0f}%"
-    if row.get("significant"):
-        return f"{change} *", interval
-    quiet = f"({change})"
-    return (f"\033[2m{quiet}\033[0m" if color else quiet), interval
-
-
-def format_comparison(table: pd.DataFrame, a: Run, b: Run, *,
-                      max_depth: int = 1, min_change: float = MIN_CHANGE,
-                      color: bool = False) -> str:
-    """A terminal table of the main metrics down to ``max_depth``, under a header of totals;
-    ``a`` and ``b`` are the runs ``table`` compares (see :func:`compare_runs`).
-
-    The header names the config keys that differ, each run's noise, and compares the
-    parameters and the whole forward's median time. A time change is marked ``*`` when
-    significant (:func:`compare_runs`) and shown in parentheses otherwise (dimmed when
-    ``color``); payload, memory peak and FLOPs are exact and shown as they are.
-    """
-    a, b = as_record(a), as_record(b)
-    lines = [f"A: {a.label} ({executed_as(a.meta)})", f"B: {b.label} ({executed_as(b.meta)})"]
-    for key, (first, second) in config_differences(a.config, b.config).items():
-        if not key.startswith(("hydra", "summary", "plots", "trace")):
-            lines.append(f"  {key}: {first} -> {second}")
-    lines += [f"noise A: {noise_summary(a.meta)}", f"noise B: {noise_summary(b.meta)}"]
-    first, second = a.meta.get("parameters"), b.meta.get("parameters")
-    if first is not None or second is not None:
-        lines.append(f"parameters: {first} -> {second} "
-                     f"({_change(first or np.nan, second or np.nan)})")
-    withheld = table["withheld"].iloc[0] if "withheld" in table and len(table) else ""
-    if withheld:
-        lines.append(f"significance withheld, the timings of a loaded machine can move by any "
-                     f"factor between runs ({withheld}); re-run on a quiet machine, or compare "
-                     f"with --loaded")
-    lines = [printable(line) for line in lines]  # folders and options from the run folders
-    forward = table[table["stage"] == FORWARD] if "stage" in table else table.iloc[:0]
-    stages = table[(table["stage"] != FORWARD) & (table["depth"].fillna(0) <= max_depth)]
-    time = _first(stages, "cuda_time_ms_median", "cpu_time_ms_median")
-    lines.append(_forward_line(forward, a, b, time, color))
-    exact = [(label, metric, scale) for label, metric, scale in (
-        ("out MB", "out_bytes", 1e-6),
-        ("peak MB", _first(table, "cuda_peak_mb", "tensor_peak_mb"), 1.0),
-        ("GFLOPs", "flops" if "flops_a" in table else None, 1e-9)) if metric]
-    exact += [(metric.label, metric.column, metric.scale) for metric in extra_metrics(
-        _declared(a, b), [column[:-2] for column in table.columns if column.endswith("_a")])]
-    header = f"{'stage':<{LABEL}}"
-    if time:
-        header += f"{'time ms A':>10}{'time ms B':>10}{'change':>10}{_ci_label(table):>14}"
-    header += "".join(f"{label + ' B':>{EXACT}}" for label, _, _ in exact)
-    lines += ["", header]
-    for _, row in stages.iterrows():
-        label = _label(str(row["stage"]), row["depth"], row["call_index"])
-        line = f"{label:<{LABEL}}"
-        if time:
-            change, interval = _time_change(row, time, color)
-            pad = len(change) - len(_strip_color(change))
-            line += (right_aligned(_cell(row[f'{time}_a']), 10)
-                     + right_aligned(_cell(row[f'{time}_b']), 10)
-                     + right_aligned(change, 10 + pad) + right_aligned(interval, 14))
-        for _, metric, scale in exact:
-            line += right_aligned(_transition(row[f'{metric}_a'], row[f'{metric}_b'], scale),
-                                  EXACT)
-        lines.append(line)
-    rule = "* significant: " + significance_rule(table, time or "", min_change)
-    lines += textwrap.wrap(f"({rule}; a change in parentheses is within the noise. Payload, "
-                           f"memory peaks and GFLOPs are exact; MB: 1e6 bytes)", 119)
-    return "\n".join(lines)
-
-
-def significance_rule(table: pd.DataFrame, time: str, min_change: float = MIN_CHANGE) -> str:
-    """The rule by which ``table``'s ``significant`` column was set, in words, for every
-    legend that explains the marks (the terminal's and the HTML page's), so that the legend
-    and the marks use one rule. ``time``: the compared time column (``cpu_time_ms_median``,
-    ...); ``min_change`` unless the table records its own."""
-    if "min_change" in table and len(table):
-        min_change = float(table["min_change"].iloc[0])
-    if "confidence" in table and len(table):
-        return AB_RULE.format(confidence=f"{float(table['confidence'].iloc[0]):.2%}",
-                              min_change=f"{min_change:.0%}").removeprefix("* significant: ")
-    rule = (f"the {RATIO_CI_METHOD} B/A excludes 1 and the change is at least "
-            f"{min_change:.0%} (--min-change, or a run's forward CV where larger)")
-    if time.startswith("cpu_time_ms"):
-        rule += f" and {MIN_CPU_DIFFERENCE_MS:g} ms of CPU time (a scheduler time slice)"
-    return rule
-
-
-def _ci_label(table: pd.DataFrame) -> str:
-    """``95% CI``, or the confidence an A/B comparison's intervals really have."""
-    if "confidence" in table and len(table):
-        return f"{float(table['confidence'].iloc[0]):.1%} CI"
-    return "95% CI"
-
-
-def _label(stage: str, depth: Any, call_index: Any) -> str:
-    """The indented stage name with its call index, shortened in its middle to fit."""
-    indent = "  " * int(depth if pd.notna(depth) else 0)
-    name = stage + (f"[{int(call_index)}]" if call_index else "")
-    return indent + shorten(name, LABEL - 1 - len(indent))
-
-
-def _transition(first: float, second: float, scale: float) -> str:
-    """B's value, and its change from A when they differ (an exact metric needs no
-    interval; ``compare.csv`` holds both values)."""
-    if pd.isna(second):
-        return "-"
-    value = significant(second * scale)
-    if pd.isna(first) or first == second:
-        return value
-    return f"{value} ({_percent(first, second, 0)})" if first else value
-
-
-def _strip_color(text: str) -> str:
-    return text.replace("\033[2m", "").replace("\033[0m", "")
-
-
-def _forward_line(forward: pd.DataFrame, a: RunRecord, b: RunRecord, time: Optional[str],
-                  color: bool) -> str:
-    first, second = forward_median(a.meta), forward_median(b.meta)
-    if first is None and second is None:
-        return "forward median (ms): not timed"
-    text = f"forward median (ms): {_cell(first)} -> {_cell(second)}"
-    if forward.empty or time is None:
-        return f"{text} ({_change(first or np.nan, second or np.nan)})"
-    change, interval = _time_change(forward.iloc[0], time, color)
-    return f"{text} {change}, {_ci_label(forward)} {interval}"
-
-
-def _declared(a: RunRecord, b: RunRecord) -> list:
+def declared_metrics_of(a: RunRecord, b: RunRecord) -> list:
     """The metrics either run declares, each once, A's first."""
     found: dict[str, Any] = {}
     for metric in [*a.metrics, *b.metrics]:
         found.setdefault(str(metric), metric)
     return list(found.values())
-
-
-def _first(table: pd.DataFrame, *metrics: str) -> Optional[str]:
-    return next((m for m in metrics if f"{m}_a" in table and
-                 (table[f"{m}_a"].notna().any() or table[f"{m}_b"].notna().any())), None)
 
 
 def _time_metric(a: pd.DataFrame, b: pd.DataFrame) -> Optional[str]:
@@ -350,7 +197,7 @@ def compare_paired_runs(a: Run, b: Run, *, min_change: float = AB_MIN_CHANGE
     (:func:`profiling.statistics.paired.paired_significance`). Load is not a reason to
     withhold it: it hits both sides of each round alike."""
     a, b = as_record(a), as_record(b)
-    table = compare_stages(a.stages, b.stages, _declared(a, b))
+    table = compare_stages(a.stages, b.stages, declared_metrics_of(a, b))
     metric = _time_metric(a.stages, b.stages)
     if metric is None:
         return table
@@ -390,7 +237,7 @@ def compare_runs(a: Run, b: Run, *, min_change: float = MIN_CHANGE,
     asks for the significance anyway. Intervals are given either way.
     """
     a, b = as_record(a), as_record(b)
-    table = compare_stages(a.stages, b.stages, _declared(a, b))
+    table = compare_stages(a.stages, b.stages, declared_metrics_of(a, b))
     metric = _time_metric(a.stages, b.stages)
     if metric is None:
         return table
@@ -435,18 +282,3 @@ def change_threshold(a: Mapping[str, Any], b: Mapping[str, Any],
         if cv is not None and not math.isnan(cv):
             spreads.append(float(cv))
     return max(spreads)
-
-
-def noise_summary(meta: Mapping[str, Any]) -> str:
-    """One run's noise in a few words: forward CV, load average and cores, and a warning."""
-    noise = meta.get("noise") or {}
-    if not noise:
-        return "noise not recorded" if meta.get("forward_ms") else "not timed"
-    cv = noise.get("forward_cv")
-    load = noise.get("load_average_before") or [None]
-    words = [f"forward CV {cv:.1%}" if cv is not None else "forward CV -",
-             f"load {load[0]:.2f} on {noise.get('cores')} cores" if load[0] is not None
-             else "load -", f"{noise.get('repeats')} repeats"]
-    if unreliable_reasons(noise):
-        words.append("UNRELIABLE")
-    return ", ".join(words)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-__all__ = ["significant", "plain"]
+__all__ = ["significant", "plain", "change_text", "FACTOR_FROM"]
 
 
 def significant(value: Optional[float], digits: int = 3, missing: str = "-") -> str:
@@ -46,3 +46,22 @@ def plain(value: float, digits: int = 3) -> str:
     if len(text.lstrip("-").replace(".", "").replace(",", "").lstrip("0")) > digits:
         text = f"{value:,.{max(decimals - 1, 0)}f}"  # 9.995 rounds up to 10.0
     return text
+
+
+#: From this ratio either way (B/A at least 10, or at most 1/10) a change is written as a
+#: factor, which a percentage hides (``+1130%``, ``-98.7%``).
+FACTOR_FROM = 10.0
+
+
+def change_text(ratio: Optional[float], decimals: int = 1, minus: str = "-") -> str:
+    """A change from the ratio B/A as every face writes it: ``+12.5%`` (a fall with
+    ``minus``: the terminal's ``-``, the page's ``\u2212``), and from :data:`FACTOR_FROM`
+    either way the factor, ``12.3x`` or ``1/12.3x``; ``-`` where there is no ratio."""
+    if ratio is None or math.isnan(float(ratio)) or float(ratio) < 0:
+        return "-"
+    ratio = float(ratio)
+    if ratio >= FACTOR_FROM:
+        return f"{plain(ratio)}x"
+    if 0 < ratio <= 1 / FACTOR_FROM:
+        return f"1/{plain(1 / ratio)}x"
+    return f"{(ratio - 1) * 100:+.{decimals}f}%".replace("-", minus)

@@ -23,6 +23,7 @@ from matplotlib.ticker import LogFormatter
 
 from ..counting.roofline import stage_points
 from ..statistics.aggregate import shown_calls, time_column
+from .colours import depth_colour
 from .layers_plot import plot_layers
 from .plot_style import log_if_wide as _log_if_wide, plot_label, png as _png
 from .record import Run, as_record
@@ -90,7 +91,7 @@ def _bars_by_depth(rows: pd.DataFrame, values: np.ndarray, label: Any
     depths = rows["depth"].astype(int).to_numpy()
     for depth in sorted(set(depths)):
         chosen = depths == depth
-        axes.bar(x[chosen], values[chosen], color=f"C{depth}", label=label(depth))
+        axes.bar(x[chosen], values[chosen], color=depth_colour(depth), label=label(depth))
     return figure, axes, x
 
 
@@ -197,7 +198,7 @@ def plot_roofline(stages: pd.DataFrame, ceilings: Optional["Ceilings"] = None,
     axes = figure.subplots()
     for depth, group in rows[keep].groupby("depth"):
         axes.scatter(intensity[group.index], achieved[group.index], label=f"depth {depth}",
-                     s=24)
+                     s=24, color=depth_colour(depth))
     _number_points(axes, rows[keep], intensity, achieved)
     if ceilings is None:
         # under the axis label, where neither the points nor the list of stages are

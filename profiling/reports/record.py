@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RunRecord", "Run", "run_record", "read_run", "as_record", "read_times",
            "parse_overrides", "holds_numbers", "ERROR_FILE", "META_FILE", "STAGES_FILE",
-           "TIMES_FILE", "LAYERS_FILE", "RENAMED_COLUMNS"]
+           "TIMES_FILE", "LAYERS_FILE", "OPERATORS_FILE", "RENAMED_COLUMNS"]
 
 #: The file a failed run leaves in its directory.
 ERROR_FILE = "error.json"
@@ -45,11 +45,15 @@ META_FILE, STAGES_FILE = "meta.json", "stages.csv"
 TIMES_FILE = "times.csv"
 #: The torchstat-compatible layer table (when the run counted operations).
 LAYERS_FILE = "layers.csv"
+#: Each stage call's operator breakdown (when the run counted operations, or a runtime
+#: reported its nodes' times).
+OPERATORS_FILE = "operators.csv"
 #: The columns that hold text: of the stage table (the roofline's ``bound`` too), of
 #: ``times.csv`` and of the layer table. Their producers write an empty text for none, and an
 #: empty cell reads back as one, even in a column that is empty throughout.
 _STAGE_TEXT = ("stage", "kind", "parent", "in_shapes", "out_shapes", "bound")
 _LAYER_TEXT = ("module name", "input shape", "output shape")
+_OPERATOR_TEXT = ("stage", "operator")
 
 #: Columns of run folders written by older versions, and their names now: the memory columns
 #: are named after what they count (tensor storages on any tracked device, the CUDA allocator).
@@ -77,6 +81,9 @@ class RunRecord:
             counted, or the model was not given).
         ceilings: the device ceilings of the roofline (those the run was given, or those
             that ``meta.json`` names, when they can be loaded; else ``None``).
+        operators: each stage call's operator breakdown, ``operators.csv`` (``stage``,
+            ``call_index``, ``operator``, and the op counter's counts or a runtime's
+            ``time_ms``), or ``None``.
     """
 
     directory: Optional[Path]
@@ -89,6 +96,7 @@ class RunRecord:
     times: Optional[pd.DataFrame] = None
     layers: Optional[pd.DataFrame] = None
     ceilings: Optional["Ceilings"] = None
+    operators: Optional[pd.DataFrame] = None
 
     @property
     def label(self) -> str:
@@ -175,7 +183,7 @@ def run_record(result: "ProfileResult", model: Optional["torch.nn.Module"] = Non
     return RunRecord(Path(directory) if directory is not None else None, "ok",
                      meta.get("config") or {}, parse_overrides(meta.get("overrides") or []),
                      "", meta, stages, repeat_table(result.timed) if result.timed else None,
-                     layers, ceilings)
+                     layers, ceilings, result.operators)
 
 
 #: A run as the reports take it: a record, a result in memory, or a run folder's path.
@@ -223,12 +231,13 @@ def read_run(directory: PathLike) -> RunRecord:
     meta_path, error_path = directory / META_FILE, directory / ERROR_FILE
     if meta_path.is_file() and (directory / STAGES_FILE).is_file():
         meta = read_meta_file(meta_path)
-        layers = directory / LAYERS_FILE
+        layers, operators = directory / LAYERS_FILE, directory / OPERATORS_FILE
         return RunRecord(directory, "ok", meta.get("config") or {},
                          parse_overrides(meta.get("overrides") or []), "", meta,
                          _read_stages(directory / STAGES_FILE), read_times(directory),
                          _read_layers(layers) if layers.is_file() else None,
-                         _recorded_ceilings(meta))
+                         _recorded_ceilings(meta),
+                         _read_operators(operators) if operators.is_file() else None)
     if error_path.is_file():
         failure = read_meta_file(error_path)
         error = f"{failure.get('error_type', 'Error')}: {failure.get('error', '')}"
@@ -344,6 +353,14 @@ def _read_layers(path: Path) -> pd.DataFrame:
     return _as_written(read_table(path, required=("module name", "params", "memory(MB)",
                                                   "duration[%]"),
                                   numeric=lambda column: column not in _LAYER_TEXT), _LAYER_TEXT)
+
+
+def _read_operators(path: Path) -> pd.DataFrame:
+    return _as_written(read_table(path, required=("stage", "call_index", "operator"),
+                                  numeric=lambda column: column not in _OPERATOR_TEXT,
+                                  whole=_counts, non_negative=lambda column: True,
+                                  largest=_largest, unique=("stage", "call_index", "operator")),
+                       _OPERATOR_TEXT)
 
 
 def _recorded_ceilings(meta: Mapping[str, Any]) -> Optional["Ceilings"]:

@@ -12,6 +12,8 @@ The files (their names are the constants below; the output contract of the READM
 ``times.csv``      every timed repeat of every stage call (when the run was timed)
 ``payload.log``    payload, time and memory per stage, in the users' own log layout
 ``layers.*``       the torchstat-compatible per-layer table (when operations were counted)
+``operators.csv``  each stage call's operators: counts (when operations were counted) or a
+                   runtime's node times
 ``modules.*``      the hierarchical per-module table (when operations were counted)
 ``meta.json``      what ran, where, when; counts, notes, noise
 ``plots/*.png``    with ``plots=True``
@@ -37,11 +39,12 @@ from .layers_table import layers_files
 from .metadata import host_name
 from .modules_table import modules_files
 from .payload_log import format_payload_log
-from .record import (ERROR_FILE, LAYERS_FILE, META_FILE, STAGES_FILE, TIMES_FILE, RunRecord,
-                     run_record)
+from .record import (ERROR_FILE, LAYERS_FILE, META_FILE, OPERATORS_FILE, STAGES_FILE,
+                     TIMES_FILE, RunRecord, run_record)
 
 __all__ = ["write_run", "run_files", "result_page", "STAGES_FILE", "TIMES_FILE",
            "PAYLOAD_FILE", "LAYERS_FILES", "MODULES_FILES", "META_FILE", "ERROR_FILE",
+           "OPERATORS_FILE",
            "PLOTS_FOLDER", "TRACE_FILE"]
 
 PAYLOAD_FILE = "payload.log"
@@ -91,6 +94,8 @@ def run_files(result: ProfileResult, model: Optional[torch.nn.Module] = None, *,
     files.update({
         STAGES_FILE: record.stages,
         **({TIMES_FILE: record.times} if record.times is not None else {}),
+        **({OPERATORS_FILE: record.operators} if record.operators is not None
+           and len(record.operators) else {}),
         PAYLOAD_FILE: format_payload_log(result.events, record.stages, host=host_name(),
                                          device=str(record.meta["device"]).split(":")[0],
                                          label=getattr(model, "payload_log_label", None)),

@@ -9,7 +9,9 @@ so that all of them state the same rows in the same order with the same labels:
 * ``summary``: one row per stage name down to a depth, its calls summed (the terminal's and
   ``time.png``'s rows), in the same order;
 * the interval's label with its true coverage for the repeats made (``93.7% CI`` for 5
-  repeats, ``95% CI`` from 6), the noise verdict, the precision that ran and the coverage line.
+  repeats, ``95% CI`` from 6), the noise verdict, the precision that ran and the coverage line;
+* ``operators``: each stage call's operator breakdown where the run has one (the op
+  counter's counts per operator, or a runtime's node times), with each operator's share.
 
 An ``other`` row shows, on every face, the median over the repeats of what its parent (the
 whole forward, at the top) spent outside its stages in each forward, never below zero; medians
@@ -34,7 +36,7 @@ from .record import Run, RunRecord, as_record
 
 __all__ = ["RunView", "run_view", "forward_order", "interval_label", "noise_verdict",
            "executed_precision", "call_label", "OTHER_RULE", "OWN_METRICS",
-           "extra_metrics"]
+           "extra_metrics", "operator_breakdown"]
 
 #: The built-in metrics the terminal tables (this summary and the comparison) show with code
 #: of their own: time with its interval, GFLOPs, the memory peak.
@@ -79,6 +81,7 @@ class RunView:
             median), ``FLOPs`` (the counted total, for an untimed run) or ``None``.
         coverage: the share of the time and FLOPs in named stages, each in [0, 1].
         coverage_line: the line that says it (``None`` when nothing was measured).
+        operators: each stage call's operators (:func:`operator_breakdown`), or ``None``.
     """
 
     record: RunRecord
@@ -96,6 +99,7 @@ class RunView:
     share_of: Optional[str] = None
     coverage: dict[str, float] = field(default_factory=dict)
     coverage_line: Optional[str] = None
+    operators: Optional[pd.DataFrame] = None
 
     def share(self, value: Any) -> Optional[float]:
         """``value`` (ms) as a percentage of the forward's median, or ``None``."""
@@ -265,6 +269,27 @@ def _with_keys(rows: pd.DataFrame) -> pd.DataFrame:
                        label=[call_label(s, c) for s, c in zip(rows["stage"], calls)])
 
 
+def operator_breakdown(operators: Optional[pd.DataFrame]) -> Optional[pd.DataFrame]:
+    """Each stage call's operators (``operators.csv``) with the call's ``key``, and each
+    operator's ``share``: its percentage of the call's FLOPs (counted runs) or of the call's
+    node time (``time_ms``, runtime runs); in each call the largest first, the calls in the
+    table's order. ``None`` where the run has no breakdown."""
+    if operators is None or not len(operators):
+        return None
+    from .html.formatting import stage_key
+
+    measure = "time_ms" if "time_ms" in operators else "flops"
+    table = operators.assign(key=[stage_key(s, c) for s, c in zip(operators["stage"],
+                                                                    operators["call_index"])])
+    values = pd.to_numeric(table[measure], errors="coerce").fillna(0.0)
+    whole = values.groupby(table["key"], sort=False).transform("sum")
+    table["share"] = (100.0 * values / whole).where(whole > 0)
+    position = {key: number for number, key in enumerate(dict.fromkeys(table["key"]))}
+    table["position"], table["weight"] = table["key"].map(position), -values
+    return (table.sort_values(["position", "weight"], kind="stable")
+            .drop(columns=["position", "weight"]).reset_index(drop=True))
+
+
 def run_view(run: Run, *, max_depth: int = 1, metrics: Optional[Sequence[Any]] = None,
              coverage_hint: Optional[str] = None) -> RunView:
     """The view of ``run`` (a record, a result in memory or a run folder) that every face
@@ -300,4 +325,4 @@ def run_view(run: Run, *, max_depth: int = 1, metrics: Optional[Sequence[Any]] =
     line = coverage_line(shares, *([coverage_hint] if coverage_hint else []))
     return RunView(record, _with_keys(stages), summary, time, memory, forward_ms, total_flops,
                    repeats, coverage, label, noise_verdict(meta), executed_precision(meta),
-                   share_of, shares, line)
+                   share_of, shares, line, operator_breakdown(record.operators))

@@ -54,6 +54,8 @@ class ProfileResult:
         notes: what the run had to do that the user should know (inputs restored, ...).
         noise: how noisy the timed forwards were (:func:`profiling.statistics.noise_report`, plus
             ``auto_repeats`` for ``repeats=AutoRepeats(...)``); ``{}`` without timed forwards.
+        operator_times: a runtime run's operator breakdown (each stage call's runtime nodes
+            and their median time), set by the runtime; see :attr:`operators`.
     """
 
     calls: list[StageCall]
@@ -65,6 +67,7 @@ class ProfileResult:
     collectors: dict[str, Collector] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     noise: dict[str, Any] = field(default_factory=dict)
+    operator_times: Optional[pd.DataFrame] = None
 
     @property
     def metrics(self) -> list[Metric]:
@@ -89,6 +92,14 @@ class ProfileResult:
     def uncounted(self) -> dict[str, int]:
         """Calls per operator that ran but has no count formula (empty when not counted)."""
         return dict(self._provided("uncounted") or {})
+
+    @property
+    def operators(self) -> Optional[pd.DataFrame]:
+        """Each stage call's operator breakdown (one row per call and operator: the op
+        counter's counts, or a runtime's node times), or ``None`` when the run has none."""
+        if self.operator_times is not None:
+            return self.operator_times
+        return self._provided("operators")
 
     @property
     def module_counts(self) -> Optional[dict[str, Any]]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
+import pandas as pd
 import torch
 from torch.utils._pytree import tree_flatten
 
@@ -40,8 +41,9 @@ from .parts import (Captured, capture_module_calls, export_failure, exportable_p
 from .quiet import quiet
 from .workdir import make_workdir, raise_if_disk_full
 from .registry import executor
-from .runtime_profile import (RuntimeProfile, call_paths, forward_calls, output_difference,
-                              record_output_difference, record_nodes, runtime_stage_map)
+from .runtime_profile import (RuntimeProfile, call_paths, forward_calls, node_breakdown,
+                              output_difference, record_output_difference, record_nodes,
+                              runtime_stage_map)
 from .stage_map import StageMap
 
 __all__ = ["RuntimeProfile", "profile_runtime", "output_difference"]
@@ -185,7 +187,8 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
                                 runtime_failure(runtime, error))
         return profile_parts(model, tuple(inputs), reference, entry, deployment, **in_parts)
     forward_ms, outputs, noise = time_session(whole.backend, feeds, warmup, repeats, progress)
-    timed, calls = _stage_times(whole, reference, forward_ms, warmup, device_type, deployment)
+    timed, calls, operators = _stage_times(whole, reference, forward_ms, warmup, device_type,
+                                           deployment)
     _unprofiled_figures(whole, deployment, runtime, dtype, feeds, forward_ms, workdir,
                         device_type)
     if dtype == "int8":
@@ -199,7 +202,7 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
     result = ProfileResult(calls=calls, events=reference.events, timed=timed,
                            forward_ms=forward_ms, stages=stages, output=reference.output,
                            collectors=reference.collectors, notes=list(reference.notes),
-                           noise=noise)
+                           noise=noise, operator_times=operators)
     return RuntimeProfile(result, deployment, whole.exported, outputs, whole.run_path,
                           files=list(dict.fromkeys([whole.exported.path, whole.run_path])),
                           quantised_model=whole.quantised_model, backend=whole.backend,
@@ -241,9 +244,10 @@ def _open_whole(exported: ExportedModel, runtime: str, dtype: str, feeds: list,
 
 def _stage_times(whole: _Whole, reference: ProfileResult, forward_ms: Sequence[float],
                  warmup: int, device_type: str, deployment: dict[str, Any]
-                 ) -> tuple[list[list[StageCall]], list[StageCall]]:
-    """Each timed forward's stage calls from the session's node times, and the reference
-    forward's calls; puts the deployment facts and the node figures in ``deployment``."""
+                 ) -> tuple[list[list[StageCall]], list[StageCall], pd.DataFrame]:
+    """Each timed forward's stage calls from the session's node times, the reference
+    forward's calls and each call's nodes (:func:`~.runtime_profile.node_breakdown`); puts
+    the deployment facts and the node figures in ``deployment``."""
     exported = whole.exported
     deployment["exported_file"] = str(exported.path)
     if whole.run_path != exported.path:
@@ -262,7 +266,9 @@ def _stage_times(whole: _Whole, reference: ProfileResult, forward_ms: Sequence[f
     mapped_ms = sum(v for times, _ in per_run for p, v in times.items() if "/" not in p)
     node_ms = mapped_ms + sum(unmapped for _, unmapped in per_run)
     deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None
-    return timed, calls
+    operators = node_breakdown(calls, whole.stage_map, node_runs,
+                               whole.backend.node_precisions())
+    return timed, calls, operators
 
 
 def _unprofiled_figures(whole: _Whole, deployment: dict[str, Any], runtime: str, dtype: str,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
+import pandas as pd
 import torch
 from torch.utils._pytree import tree_flatten
 
@@ -16,11 +17,11 @@ from ..stages.markers import StageCall
 from ..statistics.coverage import OTHER, with_other_calls
 from .export import ExportedModel
 from .graph import OnnxGraph, load_graph
-from .stage_map import StageMap
+from .stage_map import StageMap, enclosing_paths
 
 __all__ = ["RuntimeProfile", "call_paths", "output_difference", "record_output_difference",
            "runtime_stage_map", "forward_calls", "precision_shares",
-           "record_nodes", "judged_difference", "OUTPUT_SCALE_FLOOR"]
+           "record_nodes", "judged_difference", "OUTPUT_SCALE_FLOOR", "node_breakdown"]
 
 #: Below this many ms an ``other`` value is floating-point round-off of a difference.
 _ROUND_OFF_MS = 1e-9
@@ -112,6 +113,29 @@ def record_nodes(deployment: dict[str, Any],
     deployment["nodes_across_stages"] = len(across)
     deployment["node_time_rounding_ms"] = round(sum(backend.rounding_bound_ms()
                                                     for backend, _, _ in sessions), 4)
+
+
+def node_breakdown(calls: Sequence[StageCall], stage_map: StageMap,
+                   node_runs: Sequence[Mapping[str, float]],
+                   precisions: Mapping[str, str]) -> pd.DataFrame:
+    """Each stage call's runtime nodes, one row per call and node (``stage``,
+    ``call_index``, ``operator``: the node's name, with the precision it executed in where
+    the runtime says, ``time_ms``: its median over ``node_runs``, 0 in a forward it did not
+    run in), inclusive of the stages nested inside, as the call's time is."""
+    where = {path: (call.name, call.call_index) for call, path in
+             zip(calls, (call_paths(calls)[call.index] for call in calls))}
+    nodes = sorted({node for times in node_runs for node in times})
+    rows = []
+    for node in nodes:
+        path = stage_map.stage_of(node)
+        if not path:
+            continue
+        median = float(np.median([times.get(node, 0.0) for times in node_runs]))
+        shown = f"{node} ({precisions[node]})" if precisions.get(node) else node
+        rows += [{"stage": where[enclosing][0], "call_index": where[enclosing][1],
+                  "operator": shown, "time_ms": median}
+                 for enclosing in enclosing_paths(path) if enclosing in where]
+    return pd.DataFrame(rows, columns=["stage", "call_index", "operator", "time_ms"])
 
 
 def call_paths(calls: Sequence[StageCall]) -> dict[int, str]:

@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 
 from ...errors import ProfilingError
-from ..comparison import (FORWARD, MIN_CHANGE, compare_runs, config_differences,
-                          executed_as, significance_rule)
+from ..comparison import FORWARD, MIN_CHANGE, compare_runs, executed_as, measured_differences
+from ..comparison_text import significance_rule
 from ..labels import printable
 from ..record import Run, RunRecord, as_record
 from .formatting import (chart_labels, factor, hover_number, indent, significant, span,
                          stage_key, stage_label)
-from .header import IGNORED_OPTIONS, model_name, noise_verdict
+from .header import model_name, noise_verdict
 from .page import Page, Section, chart_placeholder, escape
 from .tables import Cell, Column, Table, number_cell, text_cell
 
@@ -108,13 +108,27 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str,
                            hoverinfo="skip", name=f"all FLOPs {letter}/A: {factor_text(ratio)}")
     figure.update_layout(
         height=120 + 22 * count,  # a row per stage call, every name shown
-        margin={"t": 30, "l": 10, "r": 10, "b": 50},
         xaxis={"type": "log", "title": {"text": f"{_time_words(metric)}, run / A (log), with "
                                                 f"its 95% interval"}},
         yaxis={"range": [count - 0.5, -0.5], "automargin": True, "type": "category",
                "tickmode": "linear", "dtick": 1},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+        **_axis_in_view(count, {"orientation": "h", "y": 1.02, "yanchor": "bottom"}))
     return figure
+
+
+#: From this many rows a chart of rows is taller than a screen: its x axis goes on top, where
+#: a reader sees it with the first rows.
+TALL_ROWS = 25
+
+
+def _axis_in_view(rows: int, legend: dict) -> dict:
+    """The margins, the x axis's side and the legend of a chart of ``rows`` rows: for a tall
+    one the x axis on top (under the chart's tool bar) and the legend under the chart, else
+    the axis at the foot and ``legend``."""
+    if rows < TALL_ROWS:
+        return {"margin": {"t": 30, "l": 10, "r": 10, "b": 50}, "legend": legend}
+    return {"margin": {"t": 90, "l": 10, "r": 10, "b": 40}, "xaxis_side": "top",
+            "legend": {"orientation": "h", "y": 0, "yanchor": "top", "x": 0}}
 
 
 def factor_text(ratio: float) -> str:
@@ -153,11 +167,11 @@ def _change_figure(tables: dict[str, pd.DataFrame], metric: str) -> Any:
         count = max(count, len(rows))
     figure.update_layout(
         height=120 + 22 * count, barmode="group", showlegend=len(tables) > 1,
-        margin={"t": 30, "l": 10, "r": 10, "b": 50},
         xaxis={"title": {"text": f"change of the {_time_words(metric)} (ms; below 0: "
                                  f"faster)"}, "zeroline": True},
         yaxis={"autorange": "reversed", "automargin": True, "type": "category",
-               "tickmode": "linear", "dtick": 1})
+               "tickmode": "linear", "dtick": 1},
+        **_axis_in_view(count, {}))
     return figure
 
 
@@ -245,8 +259,7 @@ def comparison_page(runs: Sequence[Run], *, min_change: float = MIN_CHANGE,
                                        f"{executed_as(record.meta)})"))
     for letter, record in zip(letters[1:], records[1:]):
         changes = [f"{k}: {a} -> {b}" for k, (a, b) in
-                   config_differences(reference.config, record.config).items()
-                   if not k.startswith(IGNORED_OPTIONS)]
+                   measured_differences(reference.config, record.config).items()]
         facts.append((f"A -> {letter}", "; ".join(changes) or "same options"))
     facts += [(f"noise {letter}", noise_verdict(record.meta))
               for letter, record in zip(letters, records)]
@@ -265,8 +278,10 @@ def comparison_page(runs: Sequence[Run], *, min_change: float = MIN_CHANGE,
         page.charts["changes"] = _change_figure(tables, metric)
         page.charts["ratios"] = _ratio_figure(tables, metric, flops_ratios)
         page.sections.append(Section(
-            "Time changes and ratios", '<div class="row">' + chart_placeholder("changes")
-            + chart_placeholder("ratios") + "</div>", anchor="ratios",
+            "Time changes and ratios", '<div class="row">'
+            + chart_placeholder("changes", page.charts["changes"].layout.height)
+            + chart_placeholder("ratios", page.charts["ratios"].layout.height) + "</div>",
+            anchor="ratios",
             note=f"Left: how many ms each stage call's median time moved from A, the "
                  f"{CHANGES_SHOWN} largest first (solid: significant). Right: its median time "
                  f"in a run over its median time in A, in forward order, with the 95% "

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from ..labels import printable
-from ..numbers import plain
+from ..numbers import change_text, plain
 
 __all__ = ["stage_key", "stage_label", "significant", "span", "factor", "is_missing",
            "chart_labels", "indent", "MAX_INDENT", "hover_number"]
@@ -61,16 +61,10 @@ def span(low: Any, high: Any, digits: int = 3) -> str:
 
 
 def factor(ratio: Any) -> str:
-    """A change from a ratio ``B/A``: ``+12.5%`` (``-`` for a fall), and from 10x either way
-    the factor, ``12.3x`` or ``1/12.3x``, which a percentage hides (``+1130%``)."""
-    if is_missing(ratio) or float(ratio) <= 0:
-        return "-"
-    ratio = float(ratio)
-    if ratio >= 10:
-        return f"{significant(ratio)}x"
-    if ratio <= 0.1:
-        return f"1/{significant(1 / ratio)}x"
-    return f"{(ratio - 1) * 100:+.1f}%".replace("-", "−")
+    """A change from a ratio ``B/A`` as the pages write it (:func:`~profiling.reports.numbers.
+    change_text`, the terminal's rule): ``+12.5%`` (``\u2212`` for a fall), and from 10x
+    either way the factor, ``12.3x`` or ``1/12.3x``, which a percentage hides (``+1130%``)."""
+    return change_text(None if is_missing(ratio) else float(ratio), minus="\u2212")
 
 
 def chart_labels(names: Sequence[Any]) -> list[str]:

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Optional
 import pandas as pd
 
 from ...statistics.intervals import interval_label, median_interval
-from ..comparison import config_differences
+from ..comparison import IGNORED_OPTIONS, config_differences
 from ..record import RunRecord
 from ..runs import forward_median
 from ..view import RunView, noise_verdict
@@ -18,14 +18,6 @@ from .formatting import is_missing, significant, span
 
 __all__ = ["model_name", "option_changes", "noise_verdict", "run_facts", "run_strip",
            "IGNORED_OPTIONS"]
-
-#: Config keys that change what a run writes or prints, not what it measures.
-IGNORED_OPTIONS = ("hydra", "summary", "plots", "trace", "report", "run.overwrite",
-                   "device.collectors")
-#: Of those, the ones a run's page does not list (``report=true`` is listed: it says how the
-#: page was made).
-_UNLISTED = tuple(key for key in IGNORED_OPTIONS if key != "report")
-
 
 def model_name(config: Mapping[str, Any]) -> str:
     """``name`` of the config's model, with its ``arch`` for torchvision and timm models."""
@@ -49,21 +41,25 @@ def _typed(value: Any) -> str:
 
 def option_changes(record: RunRecord, defaults: Optional[Mapping[str, Any]] = None
                    ) -> list[str]:
-    """``key=value`` for each option of the run that differs from ``defaults`` (the default
-    config of its model); without defaults, those ``meta.json`` recorded as differing
-    (``options``), else the overrides the run was started with. ``report=true`` is listed,
-    the options that only change what is printed are not."""
+    """``key=value`` for each option of the run that differs from the defaults, from where the
+    run's terminal took them: ``meta.json``'s ``options`` (what ``zoo.profile`` printed as
+    changed and recorded, ``plots=true`` and ``report=true`` among them), every one in its
+    order. For a run that recorded none (an older version, or one made from Python, outside
+    Hydra): the config keys that differ from ``defaults`` (the default config of its model),
+    else the overrides the run was started with, and ``report=true`` where the run wrote its
+    page."""
+    recorded = record.meta.get("options")
+    if recorded or (recorded is not None and defaults is None):
+        return [str(option) for option in recorded]
     if defaults is not None:
         changes = [f"{key}={_typed(second)}" for key, (first, second)
-                   in config_differences(defaults, record.config).items()]
-    elif record.meta.get("options") is not None:
-        changes = [str(option) for option in record.meta["options"]]
+                   in config_differences(defaults, record.config).items()
+                   if not key.startswith("hydra") and not key.endswith("_target_")]
     else:
         changes = [f"{key}={value}" for key, value in dict(record.overrides).items()]
     if record.config.get("report") and not any(c.startswith("report=") for c in changes):
         changes.append("report=true")
-    return [change for change in changes if not change.startswith(_UNLISTED)
-            and not change.split("=", 1)[0].endswith("_target_")]
+    return changes
 
 
 def _forward(meta: Mapping[str, Any]) -> str:

@@ -1,5 +1,6 @@
-"""The one self-contained HTML file every report is: plotly.js (gzip-compressed, unpacked by the
-browser), the page's data and its script inlined, nothing loaded from the network, so the page
+"""The one self-contained HTML file every report is: plotly.js (only the trace types the page
+draws registered, gzip-compressed, unpacked by the browser: :mod:`.plotly_bundle`), the page's
+data and its script inlined, nothing loaded from the network, so the page
 opens from disk or an e-mail attachment.
 
 A page is a header (a title and ``label: value`` facts) and sections, each a heading, a note
@@ -9,19 +10,16 @@ draws from the figures in the page's data).
 
 from __future__ import annotations
 
-import base64
-import functools
-import gzip
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Mapping, Optional, Sequence
 
 from ...errors import require_extra
 from ..labels import printable, shorten
+from .plotly_bundle import packed_plotly_js, page_traces
 
-__all__ = ["Page", "Section", "chart_placeholder", "escape", "chart_label", "plotly_js",
-           "packed_plotly_js",
-           "to_json", "CHART_NAME_WIDTH"]
+__all__ = ["Page", "Section", "chart_placeholder", "escape", "chart_label", "to_json",
+           "CHART_NAME_WIDTH"]
 
 #: The longest name a chart's axis, legend or block shows before shortening it in its middle
 #: (its hover text shows it whole).
@@ -53,23 +51,6 @@ def _plotly() -> Any:
     return require_extra("plotly", "report", "the HTML report")
 
 
-def plotly_js() -> str:
-    """The plotly.js bundle that the installed ``plotly`` package ships (minified, ~5 MB)."""
-    _plotly()
-    from plotly.offline import get_plotlyjs
-
-    return get_plotlyjs()
-
-
-@functools.lru_cache(maxsize=1)
-def packed_plotly_js() -> str:
-    """:func:`plotly_js` gzip-compressed and base64-encoded, as a page holds it: 2 MB
-    instead of 5 (``assets/loader.js`` unpacks it with the browser's DecompressionStream; a
-    partial bundle of the trace types used would need plotly.js's build tools)."""
-    packed = gzip.compress(plotly_js().encode("utf-8"), compresslevel=9, mtime=0)
-    return base64.b64encode(packed).decode("ascii")
-
-
 #: What could end or open a ``<script>`` element's text, as the JSON escapes that mean the
 #: same characters (they can only stand inside JSON strings).
 _SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
@@ -94,6 +75,18 @@ def chart_placeholder(chart_id: str, height: Optional[int] = None) -> str:
     """The element a chart of the page's data (``charts``, by ``id``) is drawn into."""
     style = f' style="height:{int(height)}px;min-height:0"' if height else ""
     return f'<div class="chart" id="{escape(chart_id)}"{style}></div>'
+
+
+def _sized(body: str, charts: Mapping[str, Any]) -> str:
+    """``body`` with each chart's placeholder as high as its figure (``layout.height``), so
+    that the page does not move when plotly draws it, nor the chart spill over what follows
+    (a placeholder is 320 px unless told)."""
+    for chart_id, figure in charts.items():
+        height = (figure.get("layout") or {}).get("height")
+        if height:
+            body = body.replace(f'<div class="chart" id="{escape(chart_id)}"></div>',
+                                chart_placeholder(chart_id, height))
+    return body
 
 
 @dataclass
@@ -150,7 +143,7 @@ class Page:
         charts = {key: (figure.to_plotly_json() if hasattr(figure, "to_plotly_json")
                         else figure) for key, figure in self.charts.items()}
         payload = to_json({"kind": self.kind, "charts": charts, **self.data})
-        body = "".join(section.render() for section in self.sections)
+        body = _sized("".join(section.render() for section in self.sections), charts)
         return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
                 f"<title>{escape(self.title)}</title><style>{_asset('report.css')}</style>"
@@ -159,5 +152,6 @@ class Page:
                 f"<script type=\"application/json\" id=\"report-data\">{payload}</script>"
                 f"<script type=\"text/plain\" id=\"report-script\">{_asset('report.js')}"
                 f"</script><script type=\"application/octet-stream\" id=\"plotly-gzip\">"
-                f"{packed_plotly_js()}</script><script>{_asset('loader.js')}</script>"
+                f"{packed_plotly_js(page_traces(charts.values()))}</script>"
+                f"<script>{_asset('loader.js')}</script>"
                 "</body></html>\n")

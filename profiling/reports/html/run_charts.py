@@ -11,6 +11,7 @@ import pandas as pd
 
 from ...statistics.aggregate import first_column, time_column
 from ...counting.roofline import Ceilings, attainable_flops, stage_points
+from ..colours import depth_colour
 from .formatting import chart_labels, hover_number, indent, significant, stage_label
 from .page import chart_label, escape
 from .stage_tree import (CHAIN, ROOT, collapse_chains, exclusive_values, parent_keys,
@@ -63,11 +64,23 @@ def self_colours(own: np.ndarray, other: np.ndarray) -> list[str]:
             for t, grey in zip(heat, other)]
 
 
+#: About how wide the icicle is drawn on a 1400-pixel-wide window, and how wide a character of
+#: its labels is (11-12 px text): what :func:`_block_text` fits a label to.
+ICICLE_PX, CHARACTER_PX = 1290, 7
+
+
 def _block_text(labels: list[str], values: pd.Series, unit: str, whole: float) -> list[str]:
-    """``name · 12.3 ms · 4.5%``: what a block says where it is wide enough."""
-    return [f"{label} \u00b7 {significant(value)} {unit}"
-            + (f" \u00b7 {100 * value / whole:.1f}%" if whole > 0 else "")
-            for label, value in zip(labels, values)]
+    """What a block says: ``name · 12.3 ms · 4.5%`` where it fits, else ``name · 4.5%``, else
+    ``name`` (a block's width is its share of the forward; plotly hides a label that does not
+    fit, so a shorter one is shown where the whole one would be hidden)."""
+    texts = []
+    for label, value in zip(labels, values):
+        share = f" \u00b7 {100 * value / whole:.1f}%" if whole > 0 else ""
+        choices = [f"{label} \u00b7 {significant(value)} {unit}{share}", f"{label}{share}", label]
+        room = ICICLE_PX * value / whole if whole > 0 else ICICLE_PX
+        texts.append(next((text for text in choices if CHARACTER_PX * len(text) + 8 <= room),
+                          choices[0]))
+    return texts
 
 
 def _hover(labels: list[str], values: pd.Series, unit: str, total: float,
@@ -137,6 +150,15 @@ def icicle_figure(stages: pd.DataFrame, forward_ms: Optional[float] = None,
     return figure
 
 
+def _decades(values: Any) -> Optional[int]:
+    """A tick per decade (``dtick`` 1) on a log axis of ``values`` spanning more than 10x:
+    plotly's own ticks write 2 and 5 between the decades, which read as 2 and 5, not 20 and
+    50; ``None`` (plotly's ticks) for a narrower span."""
+    positive = np.asarray(values, dtype=float)
+    positive = positive[np.isfinite(positive) & (positive > 0)]
+    return 1 if len(positive) > 1 and positive.max() / positive.min() > 10 else None
+
+
 def axis_scale(values: np.ndarray) -> str:
     """``log`` where the positive ``values`` span more than 100x, else ``linear``."""
     positive = values[np.isfinite(values) & (values > 0)]
@@ -163,7 +185,7 @@ def payload_figure(stages: pd.DataFrame) -> Any:
         chosen = (calls["depth"].astype(int) == depth).to_numpy()
         figure.add_bar(x=np.array(labels)[chosen], y=output[chosen] / 1e6,
                        name=f"output, depth {depth}", customdata=calls["key"][chosen],
-                       marker_color=f"hsl({(210 + 67 * depth) % 360},65%,50%)",
+                       marker_color=depth_colour(depth),
                        hovertext=hover[chosen],
                        hovertemplate="%{hovertext}<br>output " + hover_number("y")
                                      + " MB<extra></extra>")
@@ -187,7 +209,8 @@ def payload_figure(stages: pd.DataFrame) -> Any:
     figure.update_layout(
         barmode="overlay", height=360 + 6 * min(max(map(len, labels), default=0), 60),
         margin={"t": 40, "l": 70, "r": 10, "b": 10},
-        yaxis={"title": {"text": "MB (1e6 bytes)"}, "type": scale},
+        yaxis={"title": {"text": "MB (1e6 bytes)"}, "type": scale,
+               "dtick": 1 if scale == "log" else None},
         xaxis={"type": "category", "tickangle": -60, "automargin": True,
                "categoryorder": "array", "categoryarray": labels},  # forward order, not
         # each trace's (one per depth) categories after the one before
@@ -196,7 +219,8 @@ def payload_figure(stages: pd.DataFrame) -> Any:
                       "xanchor": "left", "yanchor": "bottom", "showactive": True,
                       "active": 1 if scale == "log" else 0, "buttons": [
                           {"label": label, "method": "relayout",
-                           "args": [{"yaxis.type": axis}]}
+                           "args": [{"yaxis.type": axis,
+                                     "yaxis.dtick": 1 if axis == "log" else None}]}
                           for label, axis in (("linear bytes", "linear"),
                                               ("log bytes", "log"))]}])
     return figure
@@ -235,8 +259,8 @@ def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
                                       rows[time])]
         figure.add_scatter(x=intensity[chosen], y=achieved[chosen] / 1e9, mode="markers",
                            name=f"depth {depth}", customdata=rows["key"], text=text,
-                           marker={"size": max(6, 13 - 2 * depth), "line": {"width": 1,
-                                                                            "color": "#fff"}},
+                           marker={"size": max(6, 13 - 2 * depth), "color": depth_colour(depth),
+                                   "line": {"width": 1, "color": "#fff"}},
                            hovertemplate="%{text}<br>intensity " + hover_number("x")
                                          + " FLOP/byte<br>achieved " + hover_number("y")
                                          + " GFLOP/s<extra></extra>")
@@ -254,9 +278,10 @@ def roofline_figure(stages: pd.DataFrame, ceilings: Optional[Ceilings] = None,
                            name=f"best achieved: {significant(best)} GFLOP/s (not a ceiling)")
     figure.update_layout(
         height=440, margin={"t": 20, "l": 70, "r": 10, "b": 50},
-        xaxis={"type": "log", "title": {"text": "arithmetic intensity (FLOP per byte read "
-                                                "or written)"}},
-        yaxis={"type": "log", "title": {"text": f"achieved GFLOP/s (1e9 FLOP/s, "
-                                                f"{time.split('_')[0].upper()} time)"}},
+        xaxis={"type": "log", "dtick": _decades(intensity[keep]),
+               "title": {"text": "arithmetic intensity (FLOP per byte read or written)"}},
+        yaxis={"type": "log", "dtick": _decades(achieved[keep]),
+               "title": {"text": f"achieved GFLOP/s (1e9 FLOP/s, "
+                                 f"{time.split('_')[0].upper()} time)"}},
         legend=legend_layout(len(figure.data)))
     return figure

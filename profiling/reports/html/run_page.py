@@ -159,7 +159,8 @@ def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
                  "zoom into it (the bar above it leads back) and pin it in every chart."))
     page.charts["payload"] = payload_figure(stages)
     page.sections.append(Section(
-        "Payload across stage boundaries", chart_placeholder("payload"), anchor="payload",
+        "Payload across stage boundaries",
+        chart_placeholder("payload", page.charts["payload"].layout.height), anchor="payload",
         note="What each stage call outputs (MB: 1e6 bytes), in forward order, coloured by "
              "nesting depth; an x marks an output of 0 bytes."))
     ceilings, dtype = record.ceilings, record.roofline_dtype

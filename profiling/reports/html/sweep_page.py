@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence, Union
 import pandas as pd
 
 from ...statistics.aggregate import time_column
-from ...statistics.intervals import median_interval
+from ...statistics.intervals import interval_label, median_interval
 from ...errors import ProfilingError
 from ..labels import printable
 from ..record import RunRecord, read_run
@@ -67,6 +67,13 @@ def _interval(record: RunRecord) -> Optional[list[float]]:
         if record.status == "ok" else []
     low, high = median_interval(forward) if len(forward) > 1 else (math.nan, math.nan)
     return None if math.isnan(low) else [low, high]
+
+
+def _interval_labels(records: Sequence[RunRecord]) -> str:
+    """The labels of the finished jobs' intervals (``75% CI``), each once."""
+    labels = [interval_label(len(r.meta.get("forward_ms") or []))[0] for r in records
+              if r.status == "ok" and len(r.meta.get("forward_ms") or []) > 1]
+    return ", ".join(dict.fromkeys(labels)) or "no job timed twice"
 
 
 def _job_label(values: dict[str, Any], options: Sequence[str], job: str) -> str:
@@ -173,7 +180,7 @@ def sweep_page(folder: Union[str, Path]) -> Page:
                   + [text_cell(record.error or "")], name=job,
                   css="failed" if record.status != "ok" else "")
     page.sections.append(Section(
-        "Jobs", table.controls() + table.render(), anchor="jobs",
+        "Jobs", table.controls(names="job") + table.render(), anchor="jobs",
         note="One row per job with its swept options, status and headline figures: the "
              "forward's median time, all counted GFLOPs, parameters, the largest memory peak "
              "and the last top-level stage's output. 'ok !' is a finished job whose timings "
@@ -186,8 +193,9 @@ def sweep_page(folder: Union[str, Path]) -> Page:
              "payload); hover a stage to see it across the jobs."))
     page.sections.append(Section(
         "A metric against a swept option", _picker(options, rows), anchor="metric",
-        note="Pick any headline figure and any swept option; the forward's whiskers are the "
-             "interval of its median."))
+        note=f"Pick any headline figure and any swept option; the forward's whiskers are the "
+             f"interval of its median ({_interval_labels(records)}: its true coverage for "
+             f"the repeats made)."))
     page.data = {"sweep_plot": _plot_data(rows, options)}
     return page
 

@@ -57,15 +57,16 @@ class Table:
         """Append a row."""
         self.rows.append((cells, {"key": key, "name": name, "depth": depth, "css": css}))
 
-    def controls(self, depths: Sequence[int] = ()) -> str:
-        """A name filter and, given ``depths``, a deepest-level picker for this table."""
+    def controls(self, depths: Sequence[int] = (), names: str = "stage name") -> str:
+        """A filter by ``names`` (what the table's rows are named by) and, given ``depths``,
+        a deepest-level picker for this table."""
         depth_picker = ""
         if len(depths) > 1:
             options = "".join(f'<option value="{d}">{d}</option>' for d in depths)
             depth_picker = (f'<label>down to depth <select data-filters="{self.table_id}">'
                             f'<option value="">all</option>{options}</select></label>')
-        return (f'<div class="controls"><label>filter <input type="search" placeholder="stage '
-                f'name" data-filters="{self.table_id}"></label>{depth_picker}'
+        return (f'<div class="controls"><label>filter <input type="search" placeholder='
+                f'"{escape(names)}" data-filters="{self.table_id}"></label>{depth_picker}'
                 f'<span class="muted">click a header to sort</span></div>')
 
     def render(self) -> str:

@@ -125,17 +125,37 @@
     return layout;
   }
 
-  function drawCharts() {
-    const drawing = Object.entries(data.charts || {}).map(([id, figure]) => {
-      const gd = document.getElementById(id);
-      if (!gd) return Promise.resolve();
-      const layout = plainAxes(Object.assign({ xaxis: {}, yaxis: {} }, figure.layout || {}));
-      return Plotly.newPlot(gd, figure.data, layout, plotConfig).then(() => {
-        charts.push(gd);
-        link(gd);
-      });
+  function drawChart(id, figure) {
+    const gd = document.getElementById(id);
+    const layout = plainAxes(Object.assign({ xaxis: {}, yaxis: {} }, figure.layout || {}));
+    return Plotly.newPlot(gd, figure.data, layout, plotConfig).then(() => {
+      charts.push(gd);
+      link(gd);
     });
-    return Promise.all(drawing);
+  }
+
+  function inView(id) {
+    const box = document.getElementById(id).getBoundingClientRect();
+    return box.top < window.innerHeight && box.bottom > 0;
+  }
+
+  /* After the browser has painted what is drawn so far, so that a reader sees each chart
+     as it comes rather than all of them at the end. */
+  function nextFrame() {
+    return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+  }
+
+  /* The charts in view first (their time in <body data-view-ms>), then the others one by
+     one, each after a frame; each of draws is [id, a function of id that draws it]. */
+  function drawCharts(draws) {
+    const present = draws.filter(([id]) => document.getElementById(id));
+    const first = present.filter(([id]) => inView(id));
+    const later = present.filter((entry) => !first.includes(entry));
+    return Promise.all(first.map(([id, draw]) => draw(id))).then(() => {
+      body.dataset.viewMs = String(Math.round(performance.now()));
+      return later.reduce((done, [id, draw]) => done.then(nextFrame).then(() => draw(id)),
+        Promise.resolve());
+    });
   }
 
   function cellValue(cell) {
@@ -202,7 +222,6 @@
   function drawSweepPicker() {
     const spec = data.sweep_plot;
     const gd = document.getElementById("sweep-metric");
-    if (!spec || !gd) return Promise.resolve();
     const xSelect = document.getElementById("sweep-x");
     const ySelect = document.getElementById("sweep-y");
     const draw = () => {
@@ -213,7 +232,9 @@
       const yLabel = spec.labels[y];
       const rows = spec.rows.filter((row) => row[y] !== null && row[y] !== undefined);
       const trace = {
-        type: "scatter", mode: "markers+text", x: rows.map((r) => r.shown[x]),
+        /* a job named by more than the option on the axis says its name beside its point */
+        type: "scatter", mode: spec.options.length > 1 ? "markers+text" : "markers",
+        x: rows.map((r) => r.shown[x]),
         y: rows.map((r) => r[y]), text: rows.map((r) => r.shown.job), textposition: "top center",
         customdata: rows.map((r) => r.job), marker: { size: 10 },
         /* the forward's whiskers: the interval of its median */
@@ -226,7 +247,9 @@
       };
       const layout = {
         margin: { t: 30, l: 70, r: 20, b: 60 },
-        xaxis: { title: { text: xLabel }, type: "category" },
+        /* half a category of room each side: no point or whisker on the plot's edge */
+        xaxis: { title: { text: xLabel }, type: "category",
+                 range: [-0.5, new Set(rows.map((r) => r.shown[x])).size - 0.5] },
         yaxis: { title: { text: yLabel }, rangemode: "tozero" },
         title: { text: yLabel + " against " + xLabel },
       };
@@ -238,7 +261,10 @@
   }
 
   setUpTables();
-  Promise.all([drawCharts(), drawSweepPicker()]).then(() => {
+  const draws = Object.entries(data.charts || {}).map(([id, figure]) =>
+    [id, () => drawChart(id, figure)]);
+  if (data.sweep_plot) draws.push(["sweep-metric", drawSweepPicker]);
+  drawCharts(draws).then(() => {
     body.dataset.chartsDrawn = String(document.querySelectorAll(".js-plotly-plot").length);
     /* page.html#stage=KEY opens with that stage call pinned (a link to one stage) */
     const hash = decodeURIComponent(window.location.hash.slice(1));
