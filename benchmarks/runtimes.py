@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from profiling.reports import cpu_name
 from profiling.statistics import interleaved_ms, ratio_entry
 from profiling.runtimes import default_cache_folder, profile_runtime
 from profiling.runtimes.backends import make_backend
@@ -122,15 +122,6 @@ def _table(rows: list[dict], machine: str) -> str:
     return "\n".join(lines)
 
 
-def _cpu_name() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` says."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            return next(line.split(":", 1)[1].strip() for line in info
-                        if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
-
 
 def _with_size(overrides: list[str], size: list[str]) -> list[str]:
     """``overrides`` with the input size of ``size`` (one override) in place of its own."""
@@ -148,7 +139,7 @@ def main() -> None:
                         help="every model's input size (default: each model's own above)")
     args = parser.parse_args()
     size = [f"input.size=[{args.size[0]},{args.size[1]}]"] if args.size else []
-    machine = (f"{_cpu_name()}, {os.cpu_count()} CPUs, "
+    machine = (f"{cpu_name()}, {os.cpu_count()} CPUs, "
                f"torch {torch.__version__}, {torch.get_num_threads()} threads, load average "
                f"{os.getloadavg()[0]:.1f} at the start")
     with tempfile.TemporaryDirectory() as root:

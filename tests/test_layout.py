@@ -221,3 +221,21 @@ def test_no_tool_imports_another_and_no_zoo_module_is_a_hub():
             if GRAPH[module] & tools} == {}
     assert {module: len(targets) for module, targets in GRAPH.items() if module.startswith("zoo")
             and len(targets) > HUBS_TO_SHRINK.get(module, MOST_IMPORTS)} == {}
+
+
+#: The size rules of CONTRIBUTING.md: small files with one concern, functions read whole.
+MOST_MODULE_LINES, MOST_FUNCTION_LINES = 450, 80
+
+
+def test_modules_and_functions_stay_small():
+    too_long = {}
+    for name, path in SOURCES.items():
+        source = path.read_text()
+        if source.count("\n") > MOST_MODULE_LINES:
+            too_long[name] = source.count("\n")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MOST_FUNCTION_LINES:
+                    too_long[f"{name}.{node.name}"] = lines
+    assert too_long == {}

@@ -23,6 +23,7 @@ _EXPORTS = {
     "LAYERS_FILES": "run_folder", "MODULES_FILES": "run_folder", "PLOTS_FOLDER": "run_folder",
     "TRACE_FILE": "run_folder",
     "run_metadata": "metadata", "device_description": "metadata", "host_name": "metadata",
+    "cpu_name": "metadata",
     "PAYLOAD_COLUMNS": "comparison",
     "compared_columns": "comparison", "compare_stages": "comparison", "compare_runs": "comparison",
     "compare_paired_runs": "comparison",

@@ -25,7 +25,8 @@ def host_name() -> str:
     return socket.gethostname()
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what :mod:`platform` says."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -42,7 +43,7 @@ def device_description(device: str) -> str:
         return torch.cuda.get_device_name(torch.device(device))
     if kind == "meta":
         return "meta (no computation)"
-    return _cpu_name()
+    return cpu_name()
 
 
 def _git_commit() -> Optional[str]:

@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from profiling.files import check_output_file
+from profiling.reports import cpu_name
 
 from .cli import ArgumentParser, run_tool
 from .registry import register_tool
@@ -103,7 +104,7 @@ def calibrate(device: str = "cpu", dtypes: Sequence[str] = ("float32",),
     peaks = {name: measure_matmul_flops(target, getattr(torch, name), size, seconds)
              for name in dtypes}
     bandwidth = measure_copy_bandwidth(target, megabytes, seconds)
-    device_name = torch.cuda.get_device_name(target) if on_gpu else _cpu_name()
+    device_name = torch.cuda.get_device_name(target) if on_gpu else cpu_name()
     return Ceilings(f"measured {device_name}".strip(), peaks, bandwidth,
                     f"python -m zoo.calibrate on {platform.node()} "
                     f"({time.strftime('%Y-%m-%d')}, torch {torch.__version__}, "
@@ -156,16 +157,6 @@ def _measurable_device(device: str) -> torch.device:
                           f"accepted: cpu, cuda, cuda:N")
     return target
 
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _main(argv: Optional[Sequence[str]]) -> Ceilings:
