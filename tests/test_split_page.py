@@ -73,10 +73,9 @@ def test_the_png_and_the_page_draw_the_same_figures():
     assert all(text.endswith(" ms") for text in page.layout.yaxis.ticktext)
 
 
-def test_zoo_report_of_a_split_folder(tmp_path, capsys):
-    from zoo.tools.report import main
-
-    folder = tmp_path / "split"
+def split_folder(folder):
+    """A folder as ``zoo.split --execute`` leaves it: cuts.csv (a module cut of 0 bytes among
+    them) and executed.csv (:func:`_executed`)."""
     folder.mkdir()
     pd.DataFrame({"cut": ["input", "stem", "layer1", "output"],
                   "kind": ["input", "stage", "module", "output"],
@@ -84,6 +83,13 @@ def test_zoo_report_of_a_split_folder(tmp_path, capsys):
                   "min_cut": [False, False, True, False]}).to_csv(folder / "cuts.csv",
                                                                    index=False)
     _executed().to_csv(folder / "executed.csv", index=False)
+    return folder
+
+
+def test_zoo_report_of_a_split_folder(tmp_path, capsys):
+    from zoo.tools.report import main
+
+    folder = split_folder(tmp_path / "split")
     main([str(folder)])
     assert capsys.readouterr().out.strip() == f"report: {(folder / 'report.html').resolve()}"
     html = (folder / "report.html").read_text()

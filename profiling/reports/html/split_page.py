@@ -88,7 +88,9 @@ def executed_figure(executed: pd.DataFrame) -> Optional[Any]:
                               f"{hover_number('y')} ms at {hover_number('x')} "
                               f"Mbit/s<extra></extra>", row=1, col=column)
             values += [*curve.estimated_ms, *curve.low_ms, *curve.high_ms]
-        figure.update_xaxes(type="log", title_text="bandwidth (Mbit/s)", row=1, col=column)
+        bandwidths = sorted({b for curve in lines for b in curve.bandwidth_mbps})
+        figure.update_xaxes(type="log", title_text="bandwidth (Mbit/s)", tickvals=bandwidths,
+                            ticktext=[f"{b:g}" for b in bandwidths], row=1, col=column)
     positive = [v for v in values if v > 0]
     ticks, texts = latency_ticks(min(positive), max(positive)) if positive else ([], [])
     figure.update_yaxes(type="log", tickvals=ticks, ticktext=texts)

@@ -154,7 +154,8 @@ def cut_bytes_figure(cuts: pd.DataFrame) -> Any:
                               text=text, showarrow=True, arrowhead=2, ay=-30)  # log: log10
     figure.update_layout(height=360 + 5 * min(max(map(len, labels), default=0), 60),
                          margin={"t": 30, "l": 70, "r": 10, "b": 10},
-                         yaxis={"title": {"text": "MB sent (1e6 bytes)"}, "type": "log"},
+                         yaxis={"title": {"text": "MB sent (1e6 bytes)"}, "type": "log",
+                                "dtick": "D2"},  # 1, 2 and 5 per decade, not every digit
                          xaxis={"type": "category", "tickangle": -45, "automargin": True},
                          showlegend=False)
     return figure
