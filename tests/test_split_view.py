@@ -99,7 +99,10 @@ def test_latency_ticks_by_hand():
 
 
 def test_end_labels_move_apart_only_where_they_meet():
-    # 2 decades on 330 px: a 13 px line is 0.0788 decades
-    heights = label_heights([10.0, 10.1, 100.0], 2.0, 330.0)
-    assert heights[0] == pytest.approx(10.0) and heights[2] == pytest.approx(100.0)
-    assert heights[1] == pytest.approx(10 ** (1 + 2 * 13 / 330))
+    # 2 decades on 330 px: a 13 px line is 0.0788 decades; 10 and 10.1 are 0.0043 apart, so
+    # their labels spread a line apart around their mean; 100's stays at its line
+    gap = 2 * 13 / 330
+    mean = (1 + math.log10(10.1)) / 2
+    heights = label_heights([10.1, 100.0, 10.0], 2.0, 330.0)
+    assert heights == pytest.approx([10 ** (mean + gap / 2), 100.0, 10 ** (mean - gap / 2)])
+    assert label_heights([1.0, 10.0], 2.0, 330.0) == pytest.approx([1.0, 10.0])

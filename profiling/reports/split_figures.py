@@ -96,17 +96,26 @@ def latency_ticks(low_ms: float, high_ms: float) -> tuple[list[float], list[str]
 def label_heights(ends: Sequence[float], axis_decades: float, plot_height_px: float,
                   line_px: float = 13.0) -> list[float]:
     """The heights (data values on a log axis) for labels at line ends ``ends``, in the same
-    order: the lowest at its line's end, each other at its own or, where that is nearer than
-    ``line_px`` to the label below it (on a plot ``plot_height_px`` high spanning
-    ``axis_decades``), just that far above it."""
+    order: each at its line's end, except where labels would come nearer than ``line_px`` (on
+    a plot ``plot_height_px`` high spanning ``axis_decades``): such a group is spread
+    ``line_px`` apart, centred on the mean of its lines' ends (on the log scale)."""
     if not len(ends):
         return []
     gap = axis_decades * line_px / max(plot_height_px, 1.0)  # decades per label line
     logs = np.log10(np.maximum(np.asarray(ends, float), 1e-12))
     order = np.argsort(logs, kind="stable")
-    placed = logs[order].copy()
-    for i in range(1, len(placed)):  # from the lowest up: each a gap above the one below
-        placed[i] = max(placed[i], placed[i - 1] + gap)
-    heights = np.empty_like(placed)
-    heights[order] = 10 ** placed
+    groups: list[list[float]] = []  # each group's ends, lowest first
+    for value in logs[order]:
+        groups.append([value])
+        while len(groups) > 1 and (_group_start(groups[-2], gap) + len(groups[-2]) * gap
+                                   > _group_start(groups[-1], gap)):
+            groups[-2:] = [groups[-2] + groups[-1]]
+    placed = [_group_start(group, gap) + i * gap for group in groups for i in range(len(group))]
+    heights = np.empty(len(placed))
+    heights[order] = 10 ** np.asarray(placed)
     return [float(h) for h in heights]
+
+
+def _group_start(group: Sequence[float], gap: float) -> float:
+    """Where the lowest label of a group of labels ``gap`` apart centred on its ends goes."""
+    return float(np.mean(group)) - (len(group) - 1) * gap / 2
