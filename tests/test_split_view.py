@@ -106,3 +106,15 @@ def test_end_labels_move_apart_only_where_they_meet():
     heights = label_heights([10.1, 100.0, 10.0], 2.0, 330.0)
     assert heights == pytest.approx([10 ** (mean + gap / 2), 100.0, 10 ** (mean - gap / 2)])
     assert label_heights([1.0, 10.0], 2.0, 330.0) == pytest.approx([1.0, 10.0])
+
+
+@pytest.mark.parametrize("output_bytes, label", [
+    (10, "fewest bytes inside the forward: a (the network's output sends no more)"),
+    (50, "fewest bytes inside the forward: a")])
+def test_the_timeline_png_says_when_the_output_sends_fewer(output_bytes, label):
+    pytest.importorskip("matplotlib", reason="the plots extra is not installed")
+    from profiling.reports.split_plots import _fewest_label
+
+    cuts = pd.DataFrame({"cut": ["input", "a", "output"], "kind": ["input", "stage", "output"],
+                         "raw_bytes": [100, 40, output_bytes], "min_cut": [False, True, False]})
+    assert _fewest_label(cuts, cuts[cuts["min_cut"]]) == label

@@ -34,8 +34,7 @@ def plot_split_timeline(timeline: np.ndarray, cuts: pd.DataFrame,
               markerfacecolor="none", label="Pareto front (bytes vs device FLOPs)")
     best = cuts[cuts["min_cut"]]
     axes.plot(best["position"], best["raw_bytes"] / 1e6, "*", color="C3", markersize=14,
-              clip_on=False, zorder=4,
-              label=f"fewest bytes: {best['cut'].iloc[0]}" if len(best) else "fewest bytes")
+              clip_on=False, zorder=4, label=_fewest_label(cuts, best))
     step = max(1, -(-len(stage_spans) // _MAX_LABELS))
     top = float(timeline.max() / 1e6) if len(timeline) else 1.0
     for index, (stage, call_index, _, last) in enumerate(stage_spans):
@@ -57,6 +56,18 @@ def plot_split_timeline(timeline: np.ndarray, cuts: pd.DataFrame,
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
     return buffer.getvalue()
+
+
+def _fewest_label(cuts: pd.DataFrame, best: pd.DataFrame) -> str:
+    """The legend of the fewest-bytes mark: the cut inside the forward, and where the
+    network's output sends no more, that saying so (the whole forward on the device)."""
+    if not len(best):
+        return "fewest bytes inside the forward"
+    label = f"fewest bytes inside the forward: {best['cut'].iloc[0]}"
+    output = cuts[cuts["kind"] == "output"]["raw_bytes"]
+    if len(output) and output.iloc[0] <= best["raw_bytes"].iloc[0]:
+        label += " (the network's output sends no more)"
+    return label
 
 
 def executed_latency_figure(executed: pd.DataFrame) -> Figure:
