@@ -40,7 +40,8 @@ def split_parser() -> ArgumentParser:
     parser.add_argument("--bandwidth", type=float, nargs="+", default=[1.0, 10.0, 100.0],
                         help="link bandwidths in Mbit/s (default: 1 10 100)")
     parser.add_argument("--rtt", type=float, default=20.0,
-                        help="round-trip time in ms (default 20)")
+                        help="round-trip time in ms (default 20); with --execute, added with "
+                             "netem where the kernel has it, else the link's own is measured")
     parser.add_argument("--codec", nargs="+", default=["zlib"],
                         help="codecs to measure: zlib, lzma, int8+zlib, zstd (with the "
                              "zstandard package), or none (default: zlib)")
