@@ -101,3 +101,20 @@ def test_zoo_report_of_a_split_folder(tmp_path, capsys):
     assert [_values(t["y"]) for t in measured][0] == [120.0, 102.0]
     assert "Executed: measured beside the estimate" in html
     assert html.count("bit-exact") >= 9  # every row, and the note
+
+
+def test_a_cut_name_with_markup_is_text_on_the_page(tmp_path):
+    """Markup or a plotly field in a cut's name is shown as text: escaped in the table and in
+    every name and hover template (``{`` too, so ``%{y}`` is never read as a field)."""
+    from profiling.reports.html import report_page
+    from profiling.reports.html.split_page import executed_figure
+
+    hostile = "<img src=x onerror=alert(1)>%{y}"
+    folder = split_folder(tmp_path / "split")
+    executed = _executed().replace({"cut": {"after stem": hostile}})
+    executed.to_csv(folder / "executed.csv", index=False)
+    assert "<img src=x" not in report_page([folder]).render()
+    shown = [t for t in executed_figure(executed).data if "img" in t.hovertemplate]
+    assert len(shown) == 4  # estimate and measurement, raw and zlib
+    escaped = "&lt;img src=x onerror=alert(1)&gt;%&#123;y}"
+    assert all(t.name == escaped and t.hovertemplate.startswith(escaped) for t in shown)
