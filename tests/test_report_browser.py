@@ -14,6 +14,7 @@ pytest.importorskip("plotly")
 from browser import chromium, render  # noqa: E402
 from profiling.reports.html import write_report  # noqa: E402
 from report_runs import STAGE_NAMES, tiny_run, tiny_sweep  # noqa: E402
+from test_split_page import split_folder  # noqa: E402
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(chromium() is None, reason="chromium is not installed "
@@ -25,10 +26,11 @@ def pages(tmp_path_factory):
     root = tmp_path_factory.mktemp("pages")
     a, b = tiny_run(root / "a"), tiny_run(root / "b", width=16)
     return {"run": (write_report([a]), 5), "comparison": (write_report([a, b]), 2),
-            "sweep": (write_report([tiny_sweep(root / "sweep")]), 2)}
+            "sweep": (write_report([tiny_sweep(root / "sweep")]), 2),
+            "split": (write_report([split_folder(root / "split")]), 2)}
 
 
-@pytest.mark.parametrize("kind", ["run", "comparison", "sweep"])
+@pytest.mark.parametrize("kind", ["run", "comparison", "sweep", "split"])
 def test_the_page_renders_with_its_charts_and_no_errors(kind, pages, tmp_path):
     page, charts = pages[kind]
     shown = render(page, tmp_path / f"{kind}.png")
@@ -37,7 +39,8 @@ def test_the_page_renders_with_its_charts_and_no_errors(kind, pages, tmp_path):
     assert re.search(rf'<body data-page="{kind}"[^>]* data-charts-drawn="{charts}"', shown.dom)
     assert shown.dom.count('class="main-svg"') >= charts  # plotly drew an SVG per chart
     names = {"run": STAGE_NAMES, "comparison": STAGE_NAMES, "sweep": ("stem", "sizes", "body",
-                                                                      "head", "2_tiny")}[kind]
+                                                                      "head", "2_tiny"),
+             "split": ("input", "after stem", "bit-exact")}[kind]
     for name in names:
         assert f">{name}<" in shown.dom or f">\u2003{name}<" in shown.dom, name
     assert shown.screenshot.stat().st_size > 30_000  # a drawn page, not a blank one

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-__all__ = ["plot_split_timeline", "plot_executed_latency"]
+__all__ = ["plot_split_timeline", "plot_executed_latency", "executed_latency_figure"]
 
 #: above this many stage boundaries, only every n-th is labelled.
 _MAX_LABELS = 40
@@ -34,8 +34,7 @@ def plot_split_timeline(timeline: np.ndarray, cuts: pd.DataFrame,
               markerfacecolor="none", label="Pareto front (bytes vs device FLOPs)")
     best = cuts[cuts["min_cut"]]
     axes.plot(best["position"], best["raw_bytes"] / 1e6, "*", color="C3", markersize=14,
-              clip_on=False, zorder=4,
-              label=f"fewest bytes: {best['cut'].iloc[0]}" if len(best) else "fewest bytes")
+              clip_on=False, zorder=4, label=_fewest_label(cuts, best))
     step = max(1, -(-len(stage_spans) // _MAX_LABELS))
     top = float(timeline.max() / 1e6) if len(timeline) else 1.0
     for index, (stage, call_index, _, last) in enumerate(stage_spans):
@@ -59,32 +58,57 @@ def plot_split_timeline(timeline: np.ndarray, cuts: pd.DataFrame,
     return buffer.getvalue()
 
 
-def plot_executed_latency(executed: pd.DataFrame) -> bytes:
-    """PNG of an executed split (``executed.csv``'s rows on shaped links): per encoding, each
-    cut's estimate against bandwidth as a line (the formula with its terms) and its measured
-    end-to-end median as a point with its interval, in the same colour."""
-    from .plots import _log_axes, _png, distinct_colours, plot_label
+def _fewest_label(cuts: pd.DataFrame, best: pd.DataFrame) -> str:
+    """The legend of the fewest-bytes mark: the cut inside the forward, and where the
+    network's output sends no more, that saying so (the whole forward on the device)."""
+    if not len(best):
+        return "fewest bytes inside the forward"
+    label = f"fewest bytes inside the forward: {best['cut'].iloc[0]}"
+    output = cuts[cuts["kind"] == "output"]["raw_bytes"]
+    if len(output) and output.iloc[0] <= best["raw_bytes"].iloc[0]:
+        label += " (the network's output sends no more)"
+    return label
 
-    encodings = list(executed["encoding"].unique())
-    figure = Figure(figsize=(6.5 * len(encodings) + 2, 4.8))
-    panels = figure.subplots(1, len(encodings), squeeze=False).ravel()
-    cuts = list(executed["cut"].unique())
-    colours = distinct_colours(len(cuts))
-    for axes, encoding in zip(panels, encodings):
-        table = executed[executed["encoding"] == encoding]
-        for colour, cut in zip(colours, cuts):
-            rows = table[table["cut"] == cut].sort_values("bandwidth_mbps")
-            axes.plot(rows["bandwidth_mbps"], rows["estimated_terms_ms"], color=colour,
-                      alpha=0.8, label=plot_label(cut, 40))
-            axes.errorbar(rows["bandwidth_mbps"], rows["measured_ms_median"],
-                          yerr=[rows["measured_ms_median"] - rows["measured_ms_low"],
-                                rows["measured_ms_high"] - rows["measured_ms_median"]],
+
+def executed_latency_figure(executed: pd.DataFrame) -> Figure:
+    """The figure of :func:`plot_executed_latency`, before it is a PNG (its lines and points
+    are :func:`~profiling.reports.split_figures.executed_curves`, as the HTML page's are)."""
+    from matplotlib.ticker import NullFormatter
+
+    from .plots import _log_axes, distinct_colours, plot_label
+    from .split_figures import executed_curves, latency_ticks
+
+    panels_of = executed_curves(executed)
+    figure = Figure(figsize=(6.5 * max(len(panels_of), 1) + 2, 4.8))
+    panels = figure.subplots(1, max(len(panels_of), 1), squeeze=False).ravel()
+    for axes, (encoding, curves) in zip(panels, panels_of.items()):
+        colours = distinct_colours(len(curves))
+        for colour, curve in zip(colours, curves):
+            axes.plot(curve.bandwidth_mbps, curve.estimated_ms, color=colour, alpha=0.8,
+                      label=plot_label(curve.cut, 40))
+            axes.errorbar(curve.bandwidth_mbps, curve.measured_ms,
+                          yerr=[np.subtract(curve.measured_ms, curve.low_ms),
+                                np.subtract(curve.high_ms, curve.measured_ms)],
                           fmt="o", color=colour, markersize=5, capsize=3)
         _log_axes(axes)
+        low, high = axes.get_ylim()
+        values, labels = latency_ticks(low, high)
+        if values:
+            axes.yaxis.set_minor_formatter(NullFormatter())
+            axes.set_yticks(values, labels)
         axes.set_xlabel("bandwidth (Mbit/s)")
-        axes.set_ylabel("end-to-end latency (ms)")
+        axes.set_ylabel("end-to-end latency")
         axes.set_title(f"Executed split, {encoding}: points measured, lines estimated")
         axes.grid(which="both", alpha=0.3)
     panels[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     figure.tight_layout()
-    return _png(figure)
+    return figure
+
+
+def plot_executed_latency(executed: pd.DataFrame) -> bytes:
+    """PNG of an executed split (``executed.csv``'s rows on shaped links): per encoding, each
+    cut's estimate against bandwidth as a line (the formula with its terms) and its measured
+    end-to-end median as a point with its interval, in the same colour."""
+    from .plots import _png
+
+    return _png(executed_latency_figure(executed))

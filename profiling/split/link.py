@@ -103,6 +103,14 @@ class Link:
             self._must("tc", "-n", space, "qdisc", "add", "dev", "veth0", "root", *tbf)
         return bool(self.netem)
 
+    def describe(self, mbit: float, delay_ms: float) -> str:
+        """The label of the link as :meth:`shape` left it: the RTT it adds with netem, or that
+        the RTT is the link's own, as measured (no netem here, or no delay asked)."""
+        if delay_ms > 0 and self.netem:
+            return f"tbf {mbit:g} Mbit/s, netem {delay_ms:g} ms RTT"
+        reason = "no netem here" if delay_ms > 0 else "no delay asked (--rtt 0)"
+        return f"tbf {mbit:g} Mbit/s, {reason}: RTT as measured"
+
     def command(self, *argv: str) -> list[str]:
         """``argv`` run inside the server's namespace."""
         return ["ip", "netns", "exec", self.server, *argv]

@@ -2,8 +2,9 @@
 HTML page.
 
 One run folder gives the page of that run, two or more a comparison (each against the first,
-with the significance test of ``zoo.compare``), and a sweep folder (``hydra.sweep.dir``) the
-page of the sweep. The page opens from disk, without a network or a server
+with the significance test of ``zoo.compare``), a folder ``zoo.split`` wrote the page of that
+split analysis (executed cuts included), and a sweep folder (``hydra.sweep.dir``) the page of
+the sweep. The page opens from disk, without a network or a server
 (:mod:`profiling.reports.html`). It is written to ``--out``, by default ``report.html`` in the
 run or sweep folder, or ``compare_<A>_<B>.html`` beside the first run of a comparison. The
 file is checked before any work, and an existing one is replaced only with ``--overwrite``
@@ -49,10 +50,10 @@ def model_defaults(record: RunRecord) -> Optional[Mapping[str, Any]]:
 def _parser() -> ArgumentParser:
     parser = ArgumentParser(prog="python -m zoo.report",
                             description="One self-contained HTML page of a run, a comparison "
-                                        "of runs, or a sweep.")
+                                        "of runs, a split analysis, or a sweep.")
     parser.add_argument("sources", nargs="+", type=Path,
                         help="a run folder, two or more run folders (compared with the "
-                             "first), or a sweep folder")
+                             "first), a zoo.split folder, or a sweep folder")
     parser.add_argument("--out", type=Path, default=None,
                         help="the HTML file to write (default: report.html in the run or "
                              "sweep folder; compare_<A>_<B>.html beside the first run)")

@@ -34,19 +34,12 @@ from profiling.split import (Link, SplitClient, best_measured_and_estimated, exe
 
 from ..options import ConfigError
 from .serve import model_identity
+from .split_arguments import parse_server
 
-__all__ = ["execute", "executed_cuts", "parse_server", "output_difference"]
+__all__ = ["execute", "executed_cuts", "output_difference"]
 
 #: Bytes of the ping that measures a link's throughput.
 _PROBE_BYTES = 1 << 20
-
-
-def parse_server(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` as ``(host, port)``, or a one-line ConfigError."""
-    host, _, port = value.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ConfigError(f"--server must be HOST:PORT (e.g. 192.168.1.5:5577), got {value!r}")
-    return host.strip("[]"), int(port)
 
 
 def executed_cuts(analysis: Any, depth: int) -> list[Any]:
@@ -184,10 +177,9 @@ def _links(stack: ExitStack, args, overrides: Sequence[str], identity: dict):
     server = _Server(overrides, link)
     stack.callback(server.close)
     for bandwidth in args.bandwidth:
-        delayed = link.shape(bandwidth, args.rtt)
+        link.shape(bandwidth, args.rtt)
         client = SplitClient(link.connect(server.port), identity, server.token)
-        label = (f"tbf {bandwidth:g} Mbit/s, netem {args.rtt:g} ms" if delayed else
-                 f"tbf {bandwidth:g} Mbit/s, no netem here: RTT as measured")
+        label = link.describe(bandwidth, args.rtt)
         try:
             yield client, _measure_link(client, bandwidth_mbps=float(bandwidth), shaped=True,
                                         label=label, same_clock=True)

@@ -107,14 +107,13 @@ def _plots(analysis, cuts: pd.DataFrame, latency: Optional[pd.DataFrame], title:
         require_extra("matplotlib", "plots", "the split plots")
     except MissingExtra as missing:
         return {}, [f"note: no plots: {missing}"]
-    from profiling.reports import plot_split_latency, plot_split_timeline
+    from profiling.reports import drawn_latency_cuts, plot_split_latency, plot_split_timeline
 
     files = {"split_timeline.png": plot_split_timeline(analysis.timeline, cuts,
                                                        analysis.stage_spans, title)}
     if latency is not None:
-        drawn = cuts[cuts["kind"].isin(["input", "stage", "output"]) | cuts["pareto"]]
         files["split_latency.png"] = plot_split_latency(
-            latency[latency["cut"].isin(drawn["cut"].head(20))])
+            latency[latency["cut"].isin(drawn_latency_cuts(cuts))])
     if executed is not None and executed["shaped"].any():
         from profiling.reports import plot_executed_latency
 

@@ -1,4 +1,5 @@
-"""Self-contained HTML reports: one page per run, per comparison and per sweep.
+"""Self-contained HTML reports: one page per run, per comparison, per sweep and per split
+analysis.
 
 Each page is one HTML file with plotly.js, its data and its script inlined: it opens from
 disk or an e-mail attachment, loads nothing from the network, and its charts are linked
@@ -14,7 +15,8 @@ from .compare_page import comparison_page
 from .page import Page
 from .report import REPORT_FILE, default_output, report_kind, report_page, write_report
 from .run_page import run_page
+from .split_page import split_page
 from .sweep_page import read_sweep, sweep_page
 
 __all__ = ["REPORT_FILE", "Page", "comparison_page", "default_output", "read_sweep",
-           "report_kind", "report_page", "run_page", "sweep_page", "write_report"]
+           "report_kind", "report_page", "run_page", "split_page", "sweep_page", "write_report"]

@@ -1,5 +1,5 @@
-"""One entry for every page: a run folder, two or more run folders, or a sweep folder, and
-where the page is written."""
+"""One entry for every page: a run folder, two or more run folders, a sweep folder, or a split
+analysis folder (``python -m zoo.split``'s), and where the page is written."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ..record import RunRecord, read_run
 from .compare_page import comparison_page
 from .page import Page
 from .run_page import run_page
+from .split_page import is_split_folder, split_page
 from .sweep_page import sweep_page
 
 __all__ = ["REPORT_FILE", "report_page", "write_report", "report_kind", "default_output",
@@ -35,7 +36,8 @@ def _is_run(path: Path) -> bool:
 
 
 def report_kind(sources: Sequence[PathLike]) -> str:
-    """``run``, ``comparison`` or ``sweep`` for these folders (see :func:`report_page`)."""
+    """``run``, ``comparison``, ``split`` or ``sweep`` for these folders (see
+    :func:`report_page`)."""
     if not sources:
         raise ProfilingError("give a run folder, two or more run folders, or a sweep folder")
     for source in sources:
@@ -43,13 +45,16 @@ def report_kind(sources: Sequence[PathLike]) -> str:
             raise ProfilingError(f"{source} is not a folder; give run folders or a sweep folder")
     if len(sources) > 1:
         return "comparison"
-    return "run" if _is_run(Path(sources[0])) else "sweep"
+    if _is_run(Path(sources[0])):
+        return "run"
+    return "split" if is_split_folder(sources[0]) else "sweep"
 
 
 def report_page(sources: Sequence[PathLike], *, defaults: Optional[Defaults] = None,
                 min_change: float = MIN_CHANGE, loaded: bool = False) -> Page:
     """The page of one run folder, of a comparison of two or more (the first is the
-    reference), or of a sweep folder.
+    reference), of a split analysis folder (:func:`~.split_page.split_page`), or of a sweep
+    folder.
 
     Args:
         defaults: for a run, a function giving the default config of its model, to list the
@@ -76,11 +81,13 @@ def report_page(sources: Sequence[PathLike], *, defaults: Optional[Defaults] = N
                                      f"stages.csv, nor error.json); a comparison takes runs")
             records.append(read_run(source))
         return comparison_page(records, min_change=min_change, loaded=loaded)
+    if kind == "split":
+        return split_page(sources[0])
     return sweep_page(sources[0])
 
 
 def default_output(sources: Sequence[PathLike]) -> Path:
-    """Where a report goes unless told: ``report.html`` in the run or sweep folder; for a
+    """Where a report goes unless told: ``report.html`` in the run, sweep or split folder; for a
     comparison, ``compare_<A>_<B>[...].html`` beside the first run."""
     first = Path(sources[0])
     if len(sources) == 1:

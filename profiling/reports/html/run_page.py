@@ -17,7 +17,7 @@ from .formatting import indent, span, stage_label
 from .header import model_name, run_facts, run_strip
 from .page import Page, Section, chart_placeholder, escape
 from .run_charts import icicle_figure, memory_column, payload_figure, roofline_figure
-from .split_view import best_cut_rows, cut_bytes_figure, latency_figure, top_level_cuts
+from .split_view import best_cut_rows, cut_bytes_figure, latency_figure, stage_cuts
 from .stage_detail import stage_details
 from .stage_tree import stage_calls
 from .tables import Column, Table, number_cell, text_cell
@@ -91,7 +91,7 @@ def stage_table(stages: pd.DataFrame, forward_ms: Optional[float],
 
 
 def _split_section(stages: pd.DataFrame, page: Page) -> Optional[Section]:
-    cuts = top_level_cuts(stages)
+    cuts = stage_cuts(stages)
     if len(cuts) < 2:
         return None
     page.charts["split-bytes"] = cut_bytes_figure(cuts)
@@ -110,15 +110,21 @@ def _split_section(stages: pd.DataFrame, page: Page) -> Optional[Section]:
                        text_cell(row["latency (ms)"], "")], key=row["key"], name=row["best cut"])
         body += "<h3>The best cut</h3>" + table.render()
     source = ("bytes alive across each cut (liveness collector)" if "cut_bytes" in stages
-              else "the larger of the output of the stage before each cut and the input of "
-                   "the stage after it (a lower bound: tensors that jump over the next stage "
-                   "are not counted; collectors=[...,liveness] counts them)")
+              else "the larger of the output of the stage call before each cut and the "
+                   "input of the call that starts next (a lower bound: tensors that jump over "
+                   "it are not counted; collectors=[...,liveness] counts them)")
+    deepest = int(cuts["depth"].max())
+    where = ("each top-level stage call" if deepest == 0 else
+             f"each stage call down to depth {deepest} (the run's stages; nested calls "
+             f"indented, each cut before its parent's)")
     return Section("Split view", body, anchor="split",
-                   note=f"Cutting the forward after each top-level stage: {source}. Latency "
-                        f"= device time up to the cut + transfer + server time after it, with "
-                        f"this run's times on both sides (the server's divided by the "
-                        f"speed-up chosen above the chart). python -m zoo.split analyses every "
-                        f"boundary, codecs and a real server run.")
+                   note=f"Cutting the forward after {where}: {source}. Latency = device time "
+                        f"up to the cut + transfer + server time after it, with this run's "
+                        f"times on both sides (the server's divided by the speed-up chosen "
+                        f"above the chart; inside a top-level call, the share its nested "
+                        f"calls ended by then took); ticks in ms below a second, s above; "
+                        f"each line named at its right end. python -m zoo.split analyses "
+                        f"every boundary, codecs and a real server run.")
 
 
 def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
