@@ -2,7 +2,7 @@
 ``<script type="application/octet-stream">`` element that ``assets/loader.js`` unpacks with the
 browser's own ``DecompressionStream`` before the page's script runs. One packing serves
 plotly.js (a third of its size) and the page's data (its charts' figures and its rows, which
-grow with every stage call and shrink to about a fifteenth: the names and keys repeat).
+grow with every stage call and shrink to an eighth or less: the names and keys repeat).
 
 The packed text is base64's letters only, so nothing in it can end a ``<script>`` element.
 """
