@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from profiling import profile_model, stage, write_run
+from profiling.reports.html.page import page_data  # noqa: E402
 from profiling.reports import (format_comparison, format_summary, compare_runs, markdown_cell,
                                plot_label, printable, read_run, write_failure)
 
@@ -186,12 +187,6 @@ def test_csv_cells_that_spreadsheets_read_as_formulas_are_kept_verbatim(cell, tm
     assert pd.read_csv(tmp_path / "run" / "stages.csv")["stage"].iloc[0] == cell
 
 
-def _data(page_html: str) -> dict:
-    text = re.search(r'<script type="application/json" id="report-data">(.*?)</script>',
-                     page_html, re.S).group(1)
-    return json.loads(text)
-
-
 def _strings(node, key=""):
     """Every (key, string) in a figure's JSON."""
     if isinstance(node, dict):
@@ -216,7 +211,7 @@ def _check_page(page_html: str) -> None:
     head = page_html[:page_html.index("<script")]
     assert "<img" not in head and "<span style" not in head and "onmouseover=\"" not in head
     assert not RAW_CONTROL.search(head)
-    for chart in _data(page_html)["charts"].values():
+    for chart in page_data(page_html)["charts"].values():
         for key, text in _strings(chart):
             if key in ("customdata", "ids", "parents"):
                 continue  # keys: never shown
@@ -233,7 +228,7 @@ def test_a_hostile_run_page_escapes_every_name(hostile):
     _check_page(page_html)
     assert "<title>stagezoo run: &lt;script&gt;" in page_html
     assert "model.width=&lt;/script&gt;&lt;script&gt;document.title=&#39;pwned&#39;" in page_html
-    charts = _data(page_html)["charts"]
+    charts = page_data(page_html)["charts"]
     keys = charts["icicle"]["data"][0]["customdata"]
     rows = re.findall(r'<tr data-key="([^"]*)"', page_html)
     import html
@@ -254,7 +249,7 @@ def test_hostile_comparison_and_sweep_pages_escape_every_name(hostile, tmp_path)
     page_html = page.render()
     _check_page(page_html)
     assert "RuntimeError: &lt;img src=x onerror=alert(1)&gt;" in page_html
-    plot = _data(page_html)["sweep_plot"]
+    plot = page_data(page_html)["sweep_plot"]
     for row in plot["rows"]:
         assert all("<" not in text and "%{" not in text for text in row["shown"].values())
     assert all("<" not in text for text in plot["labels"].values())

@@ -3,7 +3,6 @@ ProfileResult and the command line, self-contained; bad input is one line and ex
 
 from __future__ import annotations
 
-import json
 import re
 
 import pandas as pd
@@ -14,6 +13,7 @@ pytest.importorskip("plotly")
 from profiling.reports import report_page, result_page  # noqa: E402
 from profiling.reports.html.stage_tree import ROOT, exclusive_values, parent_keys, stage_calls  # noqa: E402
 from profiling.reports import read_run  # noqa: E402
+from profiling.reports.html.page import page_data  # noqa: E402
 from report_runs import STAGE_NAMES, tiny_run, tiny_sweep  # noqa: E402
 from tests.cli_runner import run_main  # noqa: E402
 from zoo.tools import report as report_tool  # noqa: E402
@@ -24,12 +24,6 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     return {"a": tiny_run(root / "a", report=True), "b": tiny_run(root / "b", width=16),
             "other": tiny_run(root / "other", name="other"), "sweep": tiny_sweep(root / "sweep")}
-
-
-def _data(page_html: str) -> dict:
-    text = re.search(r'<script type="application/json" id="report-data">(.*?)</script>',
-                     page_html, re.S).group(1)
-    return json.loads(text.replace("<\\/", "</"))
 
 
 def _values(array) -> list:
@@ -86,7 +80,7 @@ def test_an_icicle_block_says_as_much_as_fits_in_it():
 
 def test_a_run_page_holds_every_stage_chart_and_figure(runs):
     page_html = (runs["a"] / "report.html").read_text()
-    data = _data(page_html)
+    data = page_data(page_html)
     assert sorted(data["charts"]) == ["icicle", "payload", "roofline", "split-bytes",
                                       "split-latency"]
     assert data["stages"] == ["stem#0", "sizes#0", "body#0", "conv#0", "head#0", "head#1"]
@@ -122,7 +116,7 @@ def test_a_profile_result_gives_the_same_page_without_a_folder():
 
     result = profile_model(Tiny().eval(), (torch.randn(1, 3, 16, 16),),
                            collectors=["payload", "op_counts"])
-    data = _data(result_page(result).render())
+    data = page_data(result_page(result).render())
     assert data["stages"] == ["stem#0", "sizes#0", "body#0", "conv#0", "head#0", "head#1"]
     assert "roofline" not in data["charts"]  # not timed: no roofline, no latency
     assert "split-latency" not in data["charts"]
@@ -135,7 +129,7 @@ def test_a_comparison_marks_significance_and_lists_lone_stages(runs, tmp_path, c
                                                   str(out)], capsys, monkeypatch)
     assert done.code == 0 and done.stdout.strip() == f"report: {out.resolve()}"
     page_html = out.read_text()
-    data = _data(page_html)
+    data = page_data(page_html)
     ratios = data["charts"]["ratios"]["data"][0]
     assert ratios["name"] == "B / A" and "stem#0" in ratios["customdata"]
     assert "model.width: 8 -&gt; 16" in page_html
@@ -246,7 +240,7 @@ def test_report_true_writes_the_page_with_the_run(tmp_path):
     run = run_profile(compose_config(["model=swiftnet", "device=meta", "input.size=[64,128]",
                                       "report=true"]), tmp_path / "run", print_summary=False)
     assert "report.html" in [p.name for p in run.files]
-    data = _data((tmp_path / "run" / "report.html").read_text())
+    data = page_data((tmp_path / "run" / "report.html").read_text())
     assert data["stages"][:3] == ["encoder#0", "stem#0", "layer1#0"]
 
 

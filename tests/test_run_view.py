@@ -18,6 +18,7 @@ import torch
 
 from profiling import profile_model, write_run
 from profiling.reports import format_summary, read_run
+from profiling.reports.html.page import page_data
 from profiling.reports.numbers import significant
 from profiling.reports.summary import RunTotals
 from profiling.reports.view import forward_order, run_view
@@ -80,10 +81,6 @@ def _page_table(page: str) -> tuple[list[str], list[tuple[str, dict[str, str]]]]
     return headers, rows
 
 
-def _page_data(page: str) -> dict:
-    return json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
-
-
 def _expected_times(folder: Path) -> tuple[dict[str, float], float]:
     """Per row name, the median over the repeats of the calls' times summed (times.csv), and
     the forward's median (meta.json)."""
@@ -121,7 +118,7 @@ def _check_faces(folder: Path, rows: list[str], calls: list[str], label: str,
     assert named == calls
     assert list(terminal) == rows
     assert [name for name, _ in table] == calls
-    icicle = _page_data(page)["charts"]["icicle"]["data"][0]["labels"][1:]
+    icicle = page_data(page)["charts"]["icicle"]["data"][0]["labels"][1:]
     # each call a block, or with the only stage call inside it one block (body › conv)
     assert [name for label in icicle for name in label.split(" \u203a ")] == calls
     assert len(bars) >= 2 and set(bars) <= set(rows)  # time.png: the top level, or deeper
@@ -198,7 +195,7 @@ def test_every_face_of_an_onnxruntime_int8_run_states_the_same(tmp_path):
     encoder, conv = (operators[operators["key"] == key] for key in ("encoder#0", "conv#0"))
     assert len(conv) and set(conv["operator"]) <= set(encoder["operator"])
     assert encoder["share"].sum() == pytest.approx(100)
-    details = _page_data((folder / "report.html").read_text())["details"]["encoder#0"]
+    details = page_data((folder / "report.html").read_text())["details"]["encoder#0"]
     assert ["operators", "runtime nodes: median time (share of the call's node time)"] in \
         details
     # each node's time against ONNX Runtime's own profile: its kernel events in each of the
@@ -242,7 +239,7 @@ def test_payload_png_and_the_page_colour_each_depth_alike(tmp_path):
     from matplotlib.image import imread
 
     folder = _torch_run(tmp_path / "run", repeats=2)
-    traces = _page_data((folder / "report.html").read_text())["charts"]["payload"]["data"]
+    traces = page_data((folder / "report.html").read_text())["charts"]["payload"]["data"]
     colours = {trace["name"]: trace["marker"]["color"] for trace in traces
                if trace["type"] == "bar"}
     assert set(colours) == {"output, depth 0", "output, depth 1"}

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from profiling.reports.html import write_report
+from profiling.reports.html.page import page_data
 from profiling.reports.numbers import significant
 from page_tables import page_rows
 
@@ -96,7 +97,7 @@ def test_every_face_of_a_sweep_states_the_same_jobs_and_numbers(sweep):
         assert line["status"] in ("ok", "ok !")
 
     # the whiskers: each job's interval of its median, 3 repeats: the lowest and highest
-    data = json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
+    data = page_data(page)
     for job, row in zip(JOBS, data["sweep_plot"]["rows"]):
         forward = _meta(folder, job)["forward_ms"]
         assert row["whisker"] == pytest.approx([min(forward), max(forward)])

@@ -1,7 +1,7 @@
 """The one self-contained HTML file every report is: plotly.js (only the trace types the page
-draws registered, gzip-compressed, unpacked by the browser: :mod:`.plotly_bundle`), the page's
-data and its script inlined, nothing loaded from the network, so the page
-opens from disk or an e-mail attachment.
+draws registered: :mod:`.plotly_bundle`) and the page's data, both packed by
+:func:`~.packing.pack` and unpacked by the browser, and the page's script, inlined, nothing
+loaded from the network, so the page opens from disk or an e-mail attachment.
 
 A page is a header (a title and ``label: value`` facts) and sections, each a heading, a note
 and HTML (charts are ``<div class="chart" id=...>`` placeholders that ``assets/report.js``
@@ -10,16 +10,19 @@ draws from the figures in the page's data).
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Mapping, Optional, Sequence
 
 from ...errors import require_extra
 from ..labels import printable, shorten
+from .packing import pack, unpack
 from .plotly_bundle import packed_plotly_js, page_traces
 
 __all__ = ["Page", "Section", "chart_placeholder", "escape", "chart_label", "to_json",
-           "CHART_NAME_WIDTH"]
+           "page_data", "CHART_NAME_WIDTH"]
 
 #: The longest name a chart's axis, legend or block shows before shortening it in its middle
 #: (its hover text shows it whole).
@@ -65,6 +68,21 @@ def to_json(data: Any) -> str:
     from plotly.io.json import to_json_plotly
 
     return to_json_plotly(data).translate(_SCRIPT_SAFE)
+
+
+#: The element that holds a page's data, packed.
+_PACKED_DATA = re.compile(r'<script type="application/octet-stream" id="report-data">'
+                          r"([A-Za-z0-9+/=\s]*)</script>")
+
+
+def page_data(page_html: str) -> dict:
+    """The data a page holds (``kind``, ``charts`` and what its kind adds), unpacked and read
+    as the page's script reads it; plotly's numeric arrays stay as it wrote them (``bdata``).
+    For tools and tests that read a written page back."""
+    found = _PACKED_DATA.search(page_html)
+    if found is None:
+        raise ValueError("not a stagezoo report page: it holds no packed report-data element")
+    return json.loads(unpack(found.group(1)))
 
 
 def _asset(name: str) -> str:
@@ -149,7 +167,8 @@ class Page:
                 f"<title>{escape(self.title)}</title><style>{_asset('report.css')}</style>"
                 f"</head><body data-page=\"{escape(self.kind)}\">{self._header()}<main>{body}"
                 "</main><div id=\"report-errors\" hidden></div>"
-                f"<script type=\"application/json\" id=\"report-data\">{payload}</script>"
+                "<script type=\"application/octet-stream\" id=\"report-data\">"
+                f"{pack(payload)}</script>"
                 f"<script type=\"text/plain\" id=\"report-script\">{_asset('report.js')}"
                 f"</script><script type=\"application/octet-stream\" id=\"plotly-gzip\">"
                 f"{packed_plotly_js(page_traces(charts.values()))}</script>"

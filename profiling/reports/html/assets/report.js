@@ -158,13 +158,14 @@
     });
   }
 
+  /* A cell's number: its data-value, else its text where that is a plain number (the page
+     leaves out a data-value its text already says: tables.py); else its text. */
   function cellValue(cell) {
     const raw = cell.dataset.value;
-    if (raw !== undefined && raw !== "") {
-      const number = Number(raw);
-      if (!Number.isNaN(number)) return number;
-    }
-    return cell.textContent.trim().toLowerCase();
+    const text = cell.textContent.trim();
+    const number = raw !== undefined && raw !== "" ? Number(raw) :
+      /^-?\d+(\.\d+)?(e[+-]?\d+)?$/.test(text) ? Number(text) : NaN;
+    return Number.isNaN(number) ? text.toLowerCase() : number;
   }
 
   function sortTable(table, column, header) {
