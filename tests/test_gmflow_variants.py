@@ -262,6 +262,9 @@ def test_the_users_modifications_as_one_experiment():
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
+    from zoo.tools.composition import store_declared_configs
+
+    store_declared_configs()  # the declared options' defaults, for Hydra (alone it failed)
     config_dir = str(Path(__file__).resolve().parents[1] / "configs")
     with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
         config = compose("profile", overrides=["experiment=gmflow_gray_relative_unet"])
