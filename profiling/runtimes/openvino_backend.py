@@ -18,6 +18,7 @@ precision each node ran in (``runtimePrecision``) is read back.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
@@ -93,6 +94,18 @@ class OpenVinoExecutor(Executor):
         return model_file, model, quantised
 
 
+@functools.lru_cache(maxsize=None)
+def openvino_core() -> Any:
+    """The process's one ``openvino.Core``, kept for the process's life. Compiling a model
+    points the calling thread's alternate signal stack at memory of the Core that compiled it;
+    with a Core per session, freeing them left that stack pointing at freed memory, and the
+    next signal the process handled (Ctrl-C, SIGTERM) was a segmentation fault instead of the
+    tool's clean exit. One Core per process is also what OpenVINO recommends."""
+    import openvino as ov
+
+    return ov.Core()
+
+
 def quantize_nncf(source: Path, calibration: Sequence[Sequence[np.ndarray]]
                   ) -> tuple[Any, set[str]]:
     """NNCF's int8 ``openvino.Model`` of ``source`` (static post-training quantisation
@@ -100,9 +113,8 @@ def quantize_nncf(source: Path, calibration: Sequence[Sequence[np.ndarray]]
     (the inputs of its ``FakeQuantize`` nodes, named as in the ONNX graph): a stage boundary
     crosses in int8 only where its value is quantised."""
     import nncf
-    import openvino as ov
 
-    model = ov.Core().read_model(str(source))
+    model = openvino_core().read_model(str(source))
     dataset = nncf.Dataset([dict(enumerate(feed)) for feed in calibration])
     # every calibration item given and no more (NNCF's default asks for 300)
     quantised_model = nncf.quantize(model, dataset, subset_size=len(calibration))
@@ -134,7 +146,7 @@ class OpenVinoBackend:
                  precision: Optional[str] = "float32") -> None:
         import openvino as ov
 
-        core = ov.Core()
+        core = openvino_core()
         network = core.read_model(str(model)) if isinstance(model, Path) else model
         config = {"PERF_COUNT": "YES" if profile else "NO"}
         if precision is not None:
