@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from profiling.reports.split_figures import executed_curves
-from test_report import _data as page_data, _values
+from profiling.reports.html.page import page_data
+from test_report import _values
 
 pytest.importorskip("plotly", reason="the report extra (plotly) is not installed")
 pytest.importorskip("matplotlib", reason="the plots extra (matplotlib) is not installed")
