@@ -33,7 +33,7 @@ def test_a_profile_echoes_its_options_lists_its_files_and_says_an_image_was_resi
                         "input.images=sample (the rest are the defaults)")
     written = outcome.stdout.split("files written: ")[1].split("\n")[0]
     assert written.split(", ") == ["layers.csv", "layers.txt", "modules.csv", "modules.txt",
-                                   "stages.csv", "payload.log", "meta.json"]
+                                   "stages.csv", "operators.csv", "payload.log", "meta.json"]
     assert sorted(p.name for p in run.iterdir()) == sorted([".stagezoo", *written.split(", ")])
     # SwiftNet's sample is coffee.jpg, 400x600 (H x W)
     assert ("note: input.images: sample/coffee.jpg (400x600) resized and centre-cropped to "

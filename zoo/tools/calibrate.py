@@ -17,7 +17,6 @@ import time
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from profiling.files import check_output_file
-from profiling.reports import cpu_name
 
 from .cli import ArgumentParser, run_tool
 from .registry import register_tool
@@ -104,6 +103,8 @@ def calibrate(device: str = "cpu", dtypes: Sequence[str] = ("float32",),
     peaks = {name: measure_matmul_flops(target, getattr(torch, name), size, seconds)
              for name in dtypes}
     bandwidth = measure_copy_bandwidth(target, megabytes, seconds)
+    from profiling.reports import cpu_name  # here: --help stays free of torch
+
     device_name = torch.cuda.get_device_name(target) if on_gpu else cpu_name()
     return Ceilings(f"measured {device_name}".strip(), peaks, bandwidth,
                     f"python -m zoo.calibrate on {platform.node()} "
