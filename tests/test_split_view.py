@@ -118,3 +118,14 @@ def test_the_timeline_png_says_when_the_output_sends_fewer(output_bytes, label):
     cuts = pd.DataFrame({"cut": ["input", "a", "output"], "kind": ["input", "stage", "output"],
                          "raw_bytes": [100, 40, output_bytes], "min_cut": [False, True, False]})
     assert _fewest_label(cuts, cuts[cuts["min_cut"]]) == label
+
+
+def test_log_ticks_write_each_number_in_full():
+    """The comparison page's ratio axis: 0.2 and 0.5 written so, not plotly's bare 2 and 5."""
+    from profiling.reports.numbers import log_ticks
+
+    assert log_ticks(0.15, 6) == ([0.2, 0.5, 1, 2, 5], ["0.2", "0.5", "1", "2", "5"])
+    assert log_ticks(0.004, 2500) == ([0.01, 0.1, 1, 10, 100, 1000],
+                                      ["0.01", "0.1", "1", "10", "100", "1,000"])
+    assert log_ticks(1.2, 1.5) == ([1.2, 1.5], ["1.2", "1.5"])  # narrower than a step: its ends
+    assert log_ticks(0, 5) == ([], [])

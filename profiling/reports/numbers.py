@@ -5,9 +5,9 @@ files keep full precision."""
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Callable, Optional
 
-__all__ = ["significant", "plain", "change_text", "FACTOR_FROM"]
+__all__ = ["significant", "plain", "change_text", "log_ticks", "FACTOR_FROM"]
 
 
 def significant(value: Optional[float], digits: int = 3, missing: str = "-") -> str:
@@ -65,3 +65,26 @@ def change_text(ratio: Optional[float], decimals: int = 1, minus: str = "-") -> 
     if 0 < ratio <= 1 / FACTOR_FROM:
         return f"1/{plain(1 / ratio)}x"
     return f"{(ratio - 1) * 100:+.{decimals}f}%".replace("-", minus)
+
+
+def _full_number(value: float) -> str:
+    """A tick's number in full: ``0.2``, ``5``, ``1,000`` (never a bare ``2`` for 0.2)."""
+    return f"{value:,.12f}".rstrip("0").rstrip(".")
+
+
+def log_ticks(low: float, high: float, label: Optional[Callable[[float], str]] = None
+              ) -> tuple[list[float], list[str]]:
+    """Tick values and labels for a log axis spanning ``low`` to ``high``: 1, 2 and 5 per
+    decade up to three decades, one per decade beyond, each labelled in full by ``label``
+    (default: ``0.2``, ``5``, ``1,000``). Plotly's own labels on a log axis are every digit
+    between two decades on a narrow span and a bare ``2`` and ``5`` on a wide one, which read
+    as 2 and 5, not 0.2 and 50. An axis narrower than one such step gets its two ends."""
+    if not (low > 0 and high >= low and math.isfinite(high)):
+        return [], []
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    steps = (1, 2, 5) if last - first <= 3 else (1,)
+    values = [step * 10.0 ** decade for decade in range(first, last + 1) for step in steps]
+    values = [round(value, 12) for value in values if low / 1.0001 <= value <= high * 1.0001]
+    if len(values) < 2:
+        values = sorted({float(f"{low:.2g}"), float(f"{high:.2g}")})
+    return values, [(label or _full_number)(value) for value in values]

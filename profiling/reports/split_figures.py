@@ -16,12 +16,13 @@ derive nothing themselves.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
+
+from .numbers import log_ticks
 
 __all__ = ["ExecutedCurve", "executed_curves", "drawn_latency_cuts", "latency_ticks",
            "label_heights", "MAX_DRAWN_CUTS"]
@@ -79,18 +80,10 @@ def _time_text(ms: float) -> str:
 
 
 def latency_ticks(low_ms: float, high_ms: float) -> tuple[list[float], list[str]]:
-    """Tick values (ms) and labels for a log latency axis spanning ``low_ms`` to ``high_ms``:
-    1, 2 and 5 per decade where the axis spans up to three decades, one per decade beyond;
-    labelled ``20 ms``, ``500 ms``, ``1 s``, ``50 s``."""
-    if not (low_ms > 0 and high_ms >= low_ms and math.isfinite(high_ms)):
-        return [], []
-    first, last = math.floor(math.log10(low_ms)), math.ceil(math.log10(high_ms))
-    steps = (1, 2, 5) if last - first <= 3 else (1,)
-    values = [step * 10.0 ** decade for decade in range(first, last + 1) for step in steps]
-    values = [round(value, 12) for value in values if low_ms / 1.0001 <= value <= high_ms * 1.0001]
-    if len(values) < 2:  # a narrow axis: its ends
-        values = sorted({float(f"{low_ms:.2g}"), float(f"{high_ms:.2g}")})
-    return values, [_time_text(value) for value in values]
+    """Tick values (ms) and labels for a log latency axis spanning ``low_ms`` to ``high_ms``
+    (:func:`~profiling.reports.numbers.log_ticks`), labelled ``20 ms``, ``500 ms``, ``1 s``,
+    ``50 s``."""
+    return log_ticks(low_ms, high_ms, _time_text)
 
 
 def label_heights(ends: Sequence[float], axis_decades: float, plot_height_px: float,

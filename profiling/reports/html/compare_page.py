@@ -13,6 +13,7 @@ from ...errors import ProfilingError
 from ..comparison import FORWARD, MIN_CHANGE, compare_runs, executed_as, measured_differences
 from ..comparison_text import significance_rule
 from ..labels import printable
+from ..numbers import log_ticks
 from ..record import Run, RunRecord, as_record
 from .formatting import (chart_labels, factor, hover_number, indent, significant, span,
                          stage_key, stage_label)
@@ -69,6 +70,15 @@ def _time_words(metric: str) -> str:
     return f"median {metric.split('_')[0].upper()} time"
 
 
+def _ratio_ticks(drawn: list[pd.Series]) -> dict[str, list]:
+    """The ratio axis's ticks over every interval drawn, written in full (``0.5``, not a bare
+    ``5`` between two decades as plotly writes them)."""
+    values = pd.concat(drawn).to_numpy(dtype=float) if drawn else np.array([])
+    values = values[np.isfinite(values) & (values > 0)]
+    ticks, texts = log_ticks(float(values.min()), float(values.max())) if len(values) else ([], [])
+    return {"tickvals": ticks, "ticktext": texts} if ticks else {}
+
+
 def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str,
                   flops_ratios: Optional[dict[str, float]] = None) -> Any:
     """Per stage call, the time ratio of each run to A with its 95% interval; significant
@@ -77,9 +87,10 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str,
     import plotly.graph_objects as go
 
     figure = go.Figure()
-    labels = None
+    labels, drawn = None, []
     for letter, table in tables.items():
         rows = table[table["present"] == "both"].dropna(subset=["time_ratio"])
+        drawn += [rows[column] for column in ("time_ratio_ci95_low", "time_ratio_ci95_high")]
         names = [FORWARD if s == FORWARD else stage_label(s, c)
                  for s, c in zip(rows["stage"], rows["call_index"])]
         labels = [label if name == FORWARD else indent(d) + label
@@ -109,7 +120,8 @@ def _ratio_figure(tables: dict[str, pd.DataFrame], metric: str,
     figure.update_layout(
         height=120 + 22 * count,  # a row per stage call, every name shown
         xaxis={"type": "log", "title": {"text": f"{_time_words(metric)}, run / A (log), with "
-                                                f"its 95% interval"}},
+                                                f"its 95% interval"},
+               **_ratio_ticks(drawn)},
         yaxis={"range": [count - 0.5, -0.5], "automargin": True, "type": "category",
                "tickmode": "linear", "dtick": 1},
         **_axis_in_view(count, {"orientation": "h", "y": 1.02, "yanchor": "bottom"}))
