@@ -21,6 +21,7 @@ import pandas as pd
 
 from ...statistics.aggregate import time_column
 from ...split.latency import split_latency
+from ..numbers import log_ticks
 from ..split_figures import label_heights, latency_ticks
 from .formatting import chart_labels, hover_number, indent, significant, stage_label
 from .page import chart_label, escape
@@ -152,10 +153,11 @@ def cut_bytes_figure(cuts: pd.DataFrame) -> Any:
         position = cuts.index.get_loc(fewest)
         figure.add_annotation(x=labels[position], y=np.log10(max(sizes[position], foot)),
                               text=text, showarrow=True, arrowhead=2, ay=-30)  # log: log10
+    ticks, texts = log_ticks(foot, float(positive.max())) if len(positive) else ([], [])
     figure.update_layout(height=360 + 5 * min(max(map(len, labels), default=0), 60),
                          margin={"t": 30, "l": 70, "r": 10, "b": 10},
                          yaxis={"title": {"text": "MB sent (1e6 bytes)"}, "type": "log",
-                                "dtick": "D2"},  # 1, 2 and 5 per decade, not every digit
+                                "tickvals": ticks, "ticktext": texts},
                          xaxis={"type": "category", "tickangle": -45, "automargin": True},
                          showlegend=False)
     return figure
