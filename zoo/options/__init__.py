@@ -11,11 +11,11 @@ from .declared import (DEVICE_OPTIONS, MODEL_OPTIONS, NULL_DEFAULT_OPTIONS, OPTI
 from .errors import ConfigError
 from .schema import (Anything, Boolean, Choice, Integer, ListOf, Nullable, Number, as_checker,
                      check_minimum, check_value, checker_for_annotation, suggest)
-from .user_values import (check_hydra_section, check_override, check_plain_config,
-                          check_yaml_booleans)
+from .user_values import (MODEL_TARGET, check_hydra_section, check_override,
+                          check_plain_config, check_yaml_booleans)
 
 __all__ = ["ConfigError", "NULL_DEFAULT_OPTIONS", "SCHEMA", "OPTIONS", "DEVICE_OPTIONS",
-           "MODEL_OPTIONS", "Option",
+           "MODEL_OPTIONS", "MODEL_TARGET", "Option",
            "option_defaults", "options_help", "Anything", "Boolean", "Choice",
            "Integer", "ListOf", "Nullable", "Number", "as_checker", "check_config",
            "check_minimum", "check_value", "checker_for_annotation", "suggest",

@@ -25,14 +25,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
-from ..options import MODEL_OPTIONS
+from ..options import MODEL_OPTIONS, MODEL_TARGET
 
 __all__ = ["NETWORKS", "MODEL_TARGET", "model_configs"]
 
 #: Where the zoo's networks and their builders are.
 NETWORKS = Path(__file__).resolve().parents[1] / "models" / "networks"
-#: The builder entry every model node names (``zoo.options.user_values.MODEL_TARGET``).
-MODEL_TARGET = "zoo.create_model"
 #: Hydra's mark of a value that must be given (a builder argument without a default).
 _MISSING = "???"
 
@@ -88,13 +86,18 @@ def _builders_in_source() -> dict[str, dict[str, Any]]:
     return found
 
 
+def _common_options() -> dict[str, Any]:
+    """The options every model takes on top of its builder's, with their defaults."""
+    return {option.key.split(".", 1)[1]: option.default for option in MODEL_OPTIONS}
+
+
 def _registered_in_process() -> dict[str, dict[str, Any]]:
     """The builder options of models registered by code outside :data:`NETWORKS`, when the
     registry is loaded already (then torch is too)."""
     models = sys.modules.get("zoo.models")
     if models is None:
         return {}
-    common = {option.key.split(".", 1)[1] for option in MODEL_OPTIONS}
+    common = _common_options()
     options = {}
     for name in models.list_models():
         if name not in _builders_in_source():
@@ -108,6 +111,6 @@ def _registered_in_process() -> dict[str, dict[str, Any]]:
 def model_configs() -> dict[str, dict[str, Any]]:
     """``{model name: config node}``: every registered model's node, sorted by name."""
     builders = {**_builders_in_source(), **_registered_in_process()}
-    common = {option.key.split(".", 1)[1]: option.default for option in MODEL_OPTIONS}
+    common = _common_options()
     return {name: {"_target_": MODEL_TARGET, "name": name, **builders[name], **common}
             for name in sorted(builders)}
