@@ -43,10 +43,18 @@ def golden():
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _failure_logs_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The failure logs of the tools' tests go to a temporary folder, not the user's
-    ``~/.local/state/stagezoo/logs`` (subprocesses inherit it)."""
+def _user_folders_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The failure logs, the export cache and inductor's compiled kernels of the tests go to
+    temporary folders, not the user's ``~/.local/state/stagezoo/logs``, ``~/.cache`` and
+    ``/tmp/torchinductor_USER`` (subprocesses inherit them). pytest removes them after a run
+    whose tests all passed (``tmp_path_retention_policy``), so the suite leaves no gigabytes
+    behind. The cache is one per run, shared by ``-n``'s workers (their base folders' parent),
+    so a model's export is made once a run."""
     os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    os.environ["XDG_CACHE_HOME"] = str(shared / "cache")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(shared / "inductor")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

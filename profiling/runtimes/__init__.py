@@ -17,7 +17,7 @@ from typing import Any
 from .registry import Executor, executor, register_executor, registered_executors
 
 __all__ = ["RUNTIMES", "missing_packages", "require_runtime", "profile_runtime", "RuntimeProfile",
-           "EXTRA", "default_cache_folder", "make_workdir", "export_key",
+           "EXTRA", "default_cache_folder", "DEFAULT_CACHE_LIMIT", "make_workdir", "export_key",
            "RUNTIME_DTYPES", "OUTPUT_SCALE_FLOOR", "judged_difference", "Executor",
            "register_executor", "registered_executors", "executor"]
 
@@ -48,6 +48,8 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(".profile", __name__), name)
     if name == "default_cache_folder":
         return getattr(importlib.import_module(".cache", __name__), name)
+    if name == "DEFAULT_CACHE_LIMIT":  # the export cache's bound in bytes (.cache_bound)
+        return importlib.import_module(".cache_bound", __name__).DEFAULT_LIMIT_BYTES
     if name == "RUNTIMES":  # each registered runtime's packages: (float32, what int8 adds)
         return {key: (cls.packages, cls.int8_packages)
                 for key, cls in registered_executors().items()}

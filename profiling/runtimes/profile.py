@@ -30,6 +30,7 @@ from ..statistics.intervals import AutoRepeats
 from .backends import make_backend, quantise, runtime_failure, time_session
 from .cache import (BadEntry, CachedExport, discard_entry, entry_limit, expected_entry_bytes,
                     export_key, read_entry, stale_parts, usable_cache, write_entry)
+from .cache_bound import DEFAULT_LIMIT_BYTES, mark_used, prune
 from .cache_key import input_signature
 from .export import ExportedModel, export_onnx
 from .graph import OnnxGraph, load_graph
@@ -53,7 +54,8 @@ _UNTIMED = ("payload", "op_counts", "liveness")
 
 def exported_entry(model: torch.nn.Module, inputs: tuple, attach: Optional[Mapping[str, str]],
                    workdir: Path, cache_folder: Optional[Path],
-                   identity: Optional[Mapping[str, Any]] = None
+                   identity: Optional[Mapping[str, Any]] = None,
+                   cache_limit: int = DEFAULT_LIMIT_BYTES
                    ) -> tuple[CachedExport, str, Optional[str]]:
     """The model exported whole, or else its parts that export (:mod:`.parts`), from the
     cache when it holds a sound entry (:mod:`.cache`); ``"hit"``, ``"miss"`` or ``"off"``
@@ -67,6 +69,7 @@ def exported_entry(model: torch.nn.Module, inputs: tuple, attach: Optional[Mappi
                                                                 identity=identity)
         entry, note = _from_cache(model, inputs, folder, workdir)
         if entry is not None:
+            mark_used(folder)
             return entry, "hit", None
         notes.append(note)
     try:
@@ -77,8 +80,19 @@ def exported_entry(model: torch.nn.Module, inputs: tuple, attach: Optional[Mappi
     except Exception as error:  # noqa: BLE001  (what does not export runs in PyTorch)
         entry = _exported_parts(model, inputs, attach, workdir, export_failure(error))
     if state == "miss":
-        notes.append(write_entry(folder, entry))
+        note = write_entry(folder, entry)
+        notes.append(note or _pruned(folder, cache_limit))
     return entry, state, "; ".join(note for note in notes if note) or None
+
+
+def _pruned(kept: Path, limit: int) -> Optional[str]:
+    """Bring the cache that ``kept`` was just written into back under ``limit`` bytes
+    (:mod:`.cache_bound`); the note saying what went, or ``None``."""
+    removed = prune(kept.parent, limit, keep=kept)
+    if not removed:
+        return None
+    return (f"export cache {kept.parent}: removed the {len(removed)} least recently used "
+            f"entr{'y' if len(removed) == 1 else 'ies'} to stay under {limit / 1e9:g} GB")
 
 
 def _from_cache(model: torch.nn.Module, inputs: tuple, folder: Path, workdir: Path
@@ -136,6 +150,7 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
                     calibration: Optional[Sequence[Any]] = None,
                     workdir: Optional[Path] = None,
                     cache_folder: Optional[Path] = None,
+                    cache_limit: int = DEFAULT_LIMIT_BYTES,
                     identity: Optional[Mapping[str, Any]] = None,
                     progress: Optional[Callable[[str, int, int], None]] = None
                     ) -> RuntimeProfile:
@@ -154,7 +169,7 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
         calibration: inputs (each like ``inputs``) to calibrate int8 on; ``inputs`` if absent.
         workdir: where the exported and quantised models go (a temporary folder if absent).
         cache_folder: where exports are kept across runs (:mod:`.cache`); ``None``: export
-            every time.
+            every time. cache_limit: the bytes its entries may take (:mod:`.cache_bound`).
         identity: what else decides the export and the model does not show, for the
             cache's key (plain values; the zoo gives its composed model options).
         progress: called as ``progress(phase, done, total)``.
@@ -169,7 +184,7 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
     reference = profile_model(model, inputs, collectors=untimed, attach=attach, warmup=0,
                               repeats=1)  # eager first: models that cache per size fill them
     entry, cache_state, cache_note = exported_entry(model, tuple(inputs), attach, workdir,
-                                                    cache_folder, identity)
+                                                    cache_folder, identity, cache_limit)
     deployment: dict[str, Any] = {"dtype": dtype, "export_cache": cache_state}
     if cache_note:
         deployment["export_cache_note"] = cache_note

@@ -248,6 +248,7 @@ def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,
                                    collectors=collectors, attach=attach, workdir=workdir,
                                    cache_folder=default_cache_folder()
                                    if cfg.run.get("export_cache", True) else None,
+                                   cache_limit=int(cfg.run.export_cache_gb * 1e9),
                                    identity=export_identity(cfg), progress=progress)
         files = {f"{EXPORT_FOLDER}/{path.name}": path.read_bytes() for path in profiled.files}
     finally:

@@ -20,6 +20,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
+from profiling.runtimes import DEFAULT_CACHE_LIMIT
+
 from .errors import ConfigError
 from .schema import (MAX_SEED, AnyOf, Boolean, Checker, Choice, Integer, ListOf, MappingOf,
                      Nullable, Number, Plain, Registered, Text, check_value, checker_for_default,
@@ -82,6 +84,8 @@ OPTIONS: tuple[Option, ...] = (
            "what runs the timed forwards: torch, or a registered runtime (docs/runtimes.md)"),
     Option("run.export_cache", Boolean(), True,
            "keep a runtime's exports in $XDG_CACHE_HOME/stagezoo/exports"),
+    Option("run.export_cache_gb", Number(above=0), DEFAULT_CACHE_LIMIT / 1e9,
+           "the export cache's bound in GB: past it, the least recently used exports go"),
     Option("run.autocast", Boolean(), False,
            "float32 weights under torch.autocast in run.dtype instead of cast"),
     Option("run.channels_last", Boolean(), False,
