@@ -370,12 +370,18 @@ def test_a_quantiser_that_fails_is_named_as_the_quantiser(monkeypatch, tmp_path)
 @pytest.mark.parametrize("deployed, hint", [
     ({"runtime": "openvino", "mapped_share": 1.0},
      "100.0% of openvino's node time is in them already: the rest is openvino's own work "
-     "between its nodes (large for a small input or on a busy machine), which no stage can "
+     "around its nodes (large for a small input or on a busy machine), which no stage can "
      "name"),
     ({"runtime": "onnxruntime", "mapped_share": 0.9983},
      "99.8% of onnxruntime's node time is in them already: the rest is onnxruntime's own work "
-     "between its nodes (large for a small input or on a busy machine), which no stage can "
+     "around its nodes (large for a small input or on a busy machine), which no stage can "
      "name"),
+    ({"runtime": "onnxruntime", "mapped_share": 0.95,
+      "other_parts_ms": {"unmapped_nodes": 0.0213, "between_nodes": 0.4125,
+                         "outside_run": 0.1201}},
+     "95.0% of onnxruntime's node time is in them already: the rest is onnxruntime's own work "
+     "around its nodes (large for a small input or on a busy machine), which no stage can "
+     "name (the note 'run by' takes it apart)"),
     ({"runtime": "onnxruntime", "mapped_share": 0.56}, None),  # naming more stages helps
     ({"runtime": "onnxruntime", "mapped_share": None}, None),
     ({"runtime": "torch"}, None),
@@ -386,6 +392,16 @@ def test_a_runtime_run_with_its_nodes_in_stages_is_not_told_to_name_more(deploye
     from zoo.deploy import runtime_coverage_hint
 
     assert runtime_coverage_hint(deployed) == hint
+
+
+def test_the_run_note_takes_other_apart_where_the_runtime_timed_its_run_calls():
+    from zoo.deploy.in_runtime import other_parts_text
+
+    assert other_parts_text({"runtime": "onnxruntime", "other_parts_ms": {
+        "unmapped_nodes": 0.0213, "between_nodes": 0.4125, "outside_run": 0.1201}}) == (
+        "a forward's medians: 0.0213 ms in nodes of no stage, 0.412 ms between nodes inside "
+        "onnxruntime's run call, 0.12 ms outside it")
+    assert other_parts_text({"runtime": "openvino"}) is None
 
 
 def _logits(shape, seed: int = 0) -> torch.Tensor:

@@ -460,7 +460,6 @@ def test_onnxruntime_on_cuda_needs_the_cuda_execution_provider(monkeypatch):
     from profiling import ProfilingError
     from profiling.runtimes.onnxruntime_backend import default_provider
     from zoo.deploy import Deployment
-    from zoo.options import ConfigError
 
     def providers(*names):
         monkeypatch.setattr("onnxruntime.get_available_providers", lambda: list(names))

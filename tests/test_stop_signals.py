@@ -22,6 +22,20 @@ STOPS = [(signal.SIGINT, "error: interrupted", 130),
          (signal.SIGHUP, "error: hung up (SIGHUP)", 129)]
 
 
+@pytest.fixture(autouse=True)
+def _stop_signals_not_ignored():
+    """The stop signals as a shell in a terminal leaves them: a suite started in the
+    background (``&`` ignores SIGINT) or under ``nohup`` (SIGHUP) would otherwise see the tools
+    keep an ignored signal ignored, as they must (the test below), and no stop at all."""
+    ignored = [n for n, _, _ in STOPS if signal.getsignal(n) is signal.SIG_IGN]
+    for number in ignored:
+        signal.signal(number, signal.default_int_handler if number == signal.SIGINT
+                      else signal.SIG_DFL)
+    yield
+    for number in ignored:
+        signal.signal(number, signal.SIG_IGN)
+
+
 @pytest.mark.parametrize("number, line, code", STOPS)
 def test_a_stop_signal_in_the_run_is_one_line_its_exit_status_and_no_folder(
         number, line, code, tmp_path, capsys, monkeypatch):

@@ -13,7 +13,7 @@ from cli_runner import run_main
 from zoo.tools import split
 from zoo.tools.job import run_profile
 from zoo.tools.model_build import build_model
-from zoo.tools.composition import CONFIG_DIR, check_overrides, compose_config
+from zoo.tools.composition import check_overrides, compose_config
 from zoo.options import ConfigError
 from zoo.options.declared import NULL_DEFAULT_OPTIONS, model_option_checker
 from zoo.options.schema import Anything, checker_for_annotation
@@ -127,7 +127,7 @@ def test_null_default_options_have_declared_types(overrides, expected):
 def test_every_model_option_has_a_declared_type_as_strict_as_its_builder():
     import typing
 
-    from zoo.models.registry import _builder, list_models
+    from zoo.models.registry import _builder
 
     probes = ["x", "", 1, 0, -1, 1.5, True, None, [], [1], ["a"], [0.0], {"a": 1},
               {"a": {"b": 1}}, {"_target_": "os.system"}, [{"_target_": "os.system"}]]

@@ -161,13 +161,23 @@ class OnnxRuntimeBackend:
     def record(self) -> None:
         """Nothing to read between runs: the profiler writes every run's node times."""
 
-    def node_times(self, skip_runs: int) -> list[dict[str, float]]:
-        """Ends profiling: per-node times (ms) of each ``run()`` after the first ``skip_runs``."""
-        if self.profile_file is None:  # the profiler ends once; a later call rereads its file
+    def _profile(self) -> tuple[list[dict[str, Any]], list[tuple[float, float]]]:
+        """Ends profiling (once; a later call rereads its file): the trace's events, and each
+        ``run()``'s span (start and end, µs) as its ``model_run`` event gives it."""
+        if self.profile_file is None:
             self.profile_file = Path(self.session.end_profiling())
         events = json.loads(self.profile_file.read_text())
-        runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
-                      if e.get("name") == "model_run")
+        return events, sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                              if e.get("name") == "model_run")
+
+    def run_spans(self, skip_runs: int) -> list[float]:
+        """Ends profiling: how long (ms) ONNX Runtime spent inside each ``run()`` after the
+        first ``skip_runs``, by its own clock (``model_run``)."""
+        return [(stop - start) / 1e3 for start, stop in self._profile()[1][skip_runs:]]
+
+    def node_times(self, skip_runs: int) -> list[dict[str, float]]:
+        """Ends profiling: per-node times (ms) of each ``run()`` after the first ``skip_runs``."""
+        events, runs = self._profile()
         per_run: list[dict[str, float]] = [{} for _ in runs]
         for event in events:
             name = event.get("name", "")

@@ -182,6 +182,10 @@ class OpenVinoBackend:
         """Per-node times (ms) of each recorded inference after the first ``skip_runs``."""
         return per_inference_times(self._readings)[skip_runs:]
 
+    def run_spans(self, skip_runs: int) -> None:
+        """``None``: OpenVINO's counters time its nodes, never an inference as a whole."""
+        return None
+
     def rounding_bound_ms(self) -> float:
         """How far the node times of one inference, added up, can be from the truth at
         most: each node's is within ``k`` microseconds of it (``k``: the inferences read so

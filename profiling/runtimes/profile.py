@@ -43,8 +43,8 @@ from .quiet import quiet
 from .workdir import make_workdir, raise_if_disk_full
 from .registry import executor
 from .runtime_profile import (RuntimeProfile, call_paths, forward_calls, node_breakdown,
-                              output_difference, record_output_difference, record_nodes,
-                              runtime_stage_map)
+                              other_parts, output_difference, record_output_difference,
+                              record_nodes, runtime_stage_map)
 from .stage_map import StageMap
 
 __all__ = ["RuntimeProfile", "profile_runtime", "output_difference"]
@@ -281,6 +281,9 @@ def _stage_times(whole: _Whole, reference: ProfileResult, forward_ms: Sequence[f
     mapped_ms = sum(v for times, _ in per_run for p, v in times.items() if "/" not in p)
     node_ms = mapped_ms + sum(unmapped for _, unmapped in per_run)
     deployment["mapped_share"] = round(mapped_ms / node_ms, 4) if node_ms else None
+    split = other_parts(forward_ms, whole.backend.run_spans(warmup), per_run, node_runs)
+    if split is not None:
+        deployment["other_parts_ms"] = split
     operators = node_breakdown(calls, whole.stage_map, node_runs,
                                whole.backend.node_precisions())
     return timed, calls, operators

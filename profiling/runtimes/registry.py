@@ -43,6 +43,10 @@ class ExecutorSession(Protocol):
     def node_times(self, skip_runs: int) -> list[dict[str, float]]:
         """Per-node times (ms) of each profiled run after the first ``skip_runs``."""
 
+    def run_spans(self, skip_runs: int) -> Optional[list[float]]:
+        """How long (ms) the runtime spent inside each profiled run after the first
+        ``skip_runs``, by its own clock (``None``: it does not say)."""
+
     def rounding_bound_ms(self) -> float:
         """How far one run's node times, added up, can be off by the profiler's rounding."""
 

@@ -92,6 +92,25 @@ def precision_shares(per_run: Sequence[Mapping[str, float]], precisions: Mapping
         if whole else {}
 
 
+def other_parts(forward_ms: Sequence[float], spans: Optional[Sequence[float]],
+                per_run: Sequence[tuple[Mapping[str, float], float]],
+                node_runs: Sequence[Mapping[str, float]]) -> Optional[dict[str, float]]:
+    """The ``other`` row of a runtime run taken apart, each part the median over the timed
+    forwards (ms): ``unmapped_nodes``, node time that maps to no stage; ``between_nodes``, the
+    runtime's run call less all its nodes' times (its executor's own work, the profiler's
+    recording included); ``outside_run``, the forward's wall time less the run call (the
+    binding: inputs in, outputs out). ``spans``: the run calls' lengths by the runtime's clock
+    (``None`` where it does not say: then so does this); ``per_run``: each forward's stage
+    times and unmapped node time; ``node_runs``: each forward's node times."""
+    if not spans or len(spans) != len(forward_ms):
+        return None
+    parts = {"unmapped_nodes": [unmapped for _, unmapped in per_run],
+             "between_nodes": [span - sum(nodes.values())
+                               for span, nodes in zip(spans, node_runs)],
+             "outside_run": [forward - span for forward, span in zip(forward_ms, spans)]}
+    return {name: round(float(np.median(values)), 4) for name, values in parts.items()}
+
+
 def record_nodes(deployment: dict[str, Any],
                  sessions: Sequence[tuple[Any, StageMap, Sequence[Mapping[str, float]]]]
                  ) -> None:
