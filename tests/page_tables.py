@@ -5,12 +5,15 @@ from __future__ import annotations
 import html
 import re
 
+from profiling.reports.html.page import shown_html
+
 __all__ = ["page_rows"]
 
 
 def page_rows(page: str, table_id: str) -> list[tuple[str, dict[str, str]]]:
     """A page table's rows: ``(data-name, {header: data-value, else the cell's text})``, each
-    cell's text also under ``"{header} text"``."""
+    cell's text also under ``"{header} text"`` (a packed table read as the browser shows it)."""
+    page = shown_html(page)
     table = page[page.index(f'id="{table_id}"'):]
     table = table[:table.index("</table>")]
     headers = [html.unescape(h) for h in re.findall(r"<th[^>]*>(.*?)</th>", table)]

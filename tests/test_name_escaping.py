@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from profiling import profile_model, stage, write_run
-from profiling.reports.html.page import page_data  # noqa: E402
+from profiling.reports.html.page import page_data, shown_html  # noqa: E402
 from profiling.reports import (format_comparison, format_summary, compare_runs, markdown_cell,
                                plot_label, printable, read_run, write_failure)
 
@@ -205,8 +205,10 @@ _OWN_MARKUP = re.compile(r"</?(b|br|extra)>")
 
 def _check_page(page_html: str) -> None:
     """Only the page's own four script elements (its data, its script, plotly.js packed and
-    the loader that unpacks it); no name's markup in the HTML outside the data, nor in any
-    string of a chart's figure, nor a template field from a name."""
+    the loader that unpacks it); no name's markup in the HTML outside the data, the packed
+    tables put in place included, nor in any string of a chart's figure, nor a template field
+    from a name."""
+    page_html = shown_html(page_html)
     assert page_html.count("<script") == 4 and page_html.count("</script>") == 4
     head = page_html[:page_html.index("<script")]
     assert "<img" not in head and "<span style" not in head and "onmouseover=\"" not in head
@@ -224,7 +226,7 @@ def test_a_hostile_run_page_escapes_every_name(hostile):
     pytest.importorskip("plotly")
     from profiling.reports import report_page
 
-    page_html = report_page([hostile]).render()
+    page_html = shown_html(report_page([hostile]).render())
     _check_page(page_html)
     assert "<title>stagezoo run: &lt;script&gt;" in page_html
     assert "model.width=&lt;/script&gt;&lt;script&gt;document.title=&#39;pwned&#39;" in page_html
@@ -248,7 +250,7 @@ def test_hostile_comparison_and_sweep_pages_escape_every_name(hostile, tmp_path)
     page = report_page([tmp_path])
     page_html = page.render()
     _check_page(page_html)
-    assert "RuntimeError: &lt;img src=x onerror=alert(1)&gt;" in page_html
+    assert "RuntimeError: &lt;img src=x onerror=alert(1)&gt;" in shown_html(page_html)
     plot = page_data(page_html)["sweep_plot"]
     for row in plot["rows"]:
         assert all("<" not in text and "%{" not in text for text in row["shown"].values())

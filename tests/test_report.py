@@ -13,7 +13,7 @@ pytest.importorskip("plotly")
 from profiling.reports import report_page, result_page  # noqa: E402
 from profiling.reports.html.stage_tree import ROOT, exclusive_values, parent_keys, stage_calls  # noqa: E402
 from profiling.reports import read_run  # noqa: E402
-from profiling.reports.html.page import page_data  # noqa: E402
+from profiling.reports.html.page import page_data, shown_html  # noqa: E402
 from report_runs import STAGE_NAMES, tiny_run, tiny_sweep  # noqa: E402
 from tests.cli_runner import run_main  # noqa: E402
 from zoo.tools import report as report_tool  # noqa: E402
@@ -79,7 +79,7 @@ def test_an_icicle_block_says_as_much_as_fits_in_it():
 
 
 def test_a_run_page_holds_every_stage_chart_and_figure(runs):
-    page_html = (runs["a"] / "report.html").read_text()
+    page_html = shown_html((runs["a"] / "report.html").read_text())
     data = page_data(page_html)
     assert sorted(data["charts"]) == ["icicle", "payload", "roofline", "split-bytes",
                                       "split-latency"]
@@ -128,7 +128,7 @@ def test_a_comparison_marks_significance_and_lists_lone_stages(runs, tmp_path, c
     done = run_main(lambda: report_tool.main(), [str(runs["a"]), str(runs["b"]), "--out",
                                                   str(out)], capsys, monkeypatch)
     assert done.code == 0 and done.stdout.strip() == f"report: {out.resolve()}"
-    page_html = out.read_text()
+    page_html = shown_html(out.read_text())
     data = page_data(page_html)
     ratios = data["charts"]["ratios"]["data"][0]
     assert ratios["name"] == "B / A" and "stem#0" in ratios["customdata"]
@@ -138,7 +138,7 @@ def test_a_comparison_marks_significance_and_lists_lone_stages(runs, tmp_path, c
 
 def test_a_sweep_page_has_a_row_per_job_and_the_failed_reason(runs):
     page = report_page([runs["sweep"]])
-    page_html = page.render()
+    page_html = shown_html(page.render())
     rows = page.data["sweep_plot"]["rows"]
     assert [r["job"] for r in rows] == ["model.width=4", "model.width=8", "model.width=16"]
     assert [r["model.width"] for r in rows] == ["4", "8", "16"]

@@ -18,7 +18,7 @@ import torch
 
 from profiling import profile_model, write_run
 from profiling.reports import format_summary, read_run
-from profiling.reports.html.page import page_data
+from profiling.reports.html.page import page_data, shown_html
 from profiling.reports.numbers import significant
 from profiling.reports.summary import RunTotals
 from profiling.reports.view import forward_order, run_view
@@ -109,7 +109,7 @@ def _check_faces(folder: Path, rows: list[str], calls: list[str], label: str,
     expected, forward = _expected_times(folder)
     lines = _terminal(folder)
     terminal = _terminal_rows(lines)
-    page = (folder / "report.html").read_text()
+    page = shown_html((folder / "report.html").read_text())
     headers, table = _page_table(page)
     bars, title = _png_bars(folder)
 

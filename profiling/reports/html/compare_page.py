@@ -309,7 +309,7 @@ def comparison_page(runs: Sequence[Run], *, min_change: float = MIN_CHANGE,
         depths = sorted({int(d) for d in table["depth"].dropna()})
         page.sections.append(Section(
             f"A against {letter}", _only_in_one(letter, table) + result.controls(depths)
-            + result.render(), anchor=f"table-{letter}",
+            + result.render(), anchor=f"table-{letter}", packed=True,
             note="Counts and bytes are exact; times are medians. MB: 1e6 bytes."))
     page.data = {"runs": [r.label for r in records]}
     return page

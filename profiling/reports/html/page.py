@@ -10,6 +10,7 @@ draws from the figures in the page's data).
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from .packing import pack, unpack
 from .plotly_bundle import packed_plotly_js, page_traces
 
 __all__ = ["Page", "Section", "chart_placeholder", "escape", "chart_label", "to_json",
-           "page_data", "CHART_NAME_WIDTH"]
+           "page_data", "shown_html", "CHART_NAME_WIDTH"]
 
 #: The longest name a chart's axis, legend or block shows before shortening it in its middle
 #: (its hover text shows it whole).
@@ -109,18 +110,42 @@ def _sized(body: str, charts: Mapping[str, Any]) -> str:
 
 @dataclass
 class Section:
-    """One part of a page: a heading, a note under it (plain text) and its HTML body."""
+    """One part of a page: a heading, a note under it (plain text) and its HTML body.
+    ``packed``: the body travels in the page's packed data (a table with a row per stage
+    call: an eighth of its size there), put in place by ``assets/loader.js``; it needs an
+    ``anchor``, its key there."""
 
     title: str
     body: str
     note: str = ""
     anchor: str = ""
+    packed: bool = False
 
     def render(self) -> str:
-        """The section's HTML."""
+        """The section's HTML (a packed body as its empty slot)."""
         anchor = f' id="section-{escape(self.anchor)}"' if self.anchor else ""
         note = f'<p class="note">{escape(self.note)}</p>' if self.note else ""
-        return f"<section{anchor}><h2>{escape(self.title)}</h2>{note}{self.body}</section>"
+        body = _packed_slot(self.anchor) if self.packed else self.body
+        return f"<section{anchor}><h2>{escape(self.title)}</h2>{note}{body}</section>"
+
+
+def _packed_slot(key: str) -> str:
+    return (f'<div data-packed="{escape(key)}"><noscript>This table travels packed in the '
+            f"page's data: open the page with JavaScript on, or read the CSV files beside "
+            f"it.</noscript></div>")
+
+
+#: The slot of a packed section's body.
+_SLOT = re.compile(r'<div data-packed="([^"]*)">.*?</div>', re.S)
+
+
+def shown_html(page_html: str) -> str:
+    """The page as the browser shows it once ``assets/loader.js`` has run: each packed
+    section's body (the page data's ``packed_html``) in its slot. For tools and tests that
+    read a written page's tables."""
+    bodies = page_data(page_html).get("packed_html") or {}
+    return _SLOT.sub(lambda found: bodies.get(html.unescape(found.group(1)), found.group(0)),
+                     page_html)
 
 
 @dataclass
@@ -160,7 +185,10 @@ class Page:
         """The whole page, one string of HTML."""
         charts = {key: (figure.to_plotly_json() if hasattr(figure, "to_plotly_json")
                         else figure) for key, figure in self.charts.items()}
-        payload = to_json({"kind": self.kind, "charts": charts, **self.data})
+        packed = {section.anchor: _sized(section.body, charts) for section in self.sections
+                  if section.packed}
+        payload = to_json({"kind": self.kind, "charts": charts, **self.data,
+                           **({"packed_html": packed} if packed else {})})
         body = _sized("".join(section.render() for section in self.sections), charts)
         return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

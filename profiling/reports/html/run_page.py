@@ -188,7 +188,7 @@ def run_page(run: Run, *, defaults: Optional[Mapping[str, Any]] = None) -> Page:
     depths = sorted(int(d) for d in stages["depth"].unique())
     page.sections.append(Section(
         "Stage table", '<p>highlighted: <span id="highlighted">none (hover or click a '
-        'stage)</span></p>' + table.controls(depths) + table.render(), anchor="table",
+        'stage)</span></p>' + table.controls(depths) + table.render(), anchor="table", packed=True,
         note=f"Every stage call and probe in forward order, each 'other' row under its parent; "
              f"intervals: {view.interval_label}, the order-statistics interval of the median, "
              f"its true coverage for the {view.repeats} repeats made; shares are of the whole "

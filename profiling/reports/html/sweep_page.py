@@ -180,7 +180,7 @@ def sweep_page(folder: Union[str, Path]) -> Page:
                   + [text_cell(record.error or "")], name=job,
                   css="failed" if record.status != "ok" else "")
     page.sections.append(Section(
-        "Jobs", table.controls(names="job") + table.render(), anchor="jobs",
+        "Jobs", table.controls(names="job") + table.render(), anchor="jobs", packed=True,
         note="One row per job with its swept options, status and headline figures: the "
              "forward's median time, all counted GFLOPs, parameters, the largest memory peak "
              "and the last top-level stage's output. 'ok !' is a finished job whose timings "

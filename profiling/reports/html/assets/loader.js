@@ -1,7 +1,8 @@
 /* Unpacks a stagezoo page's plotly.js and its data, which the page holds gzip-compressed and
    base64-encoded (profiling/reports/html/packing.py), with the browser's own
-   DecompressionStream, both at once; puts the data back into its element as JSON, runs
-   plotly.js, then the page's script. Records in <body data-charts-ms> when the charts were
+   DecompressionStream, both at once; puts the data back into its element as JSON and each
+   packed section's body (the data's packed_html) into its slot, runs plotly.js, then the
+   page's script. Records in <body data-charts-ms> when the charts were
    drawn (ms after the page started loading). */
 (function () {
   "use strict";
@@ -32,6 +33,10 @@
       const element = document.getElementById("report-data");
       element.type = "application/json";
       element.textContent = data;
+      const packed = JSON.parse(data).packed_html || {};
+      document.querySelectorAll("[data-packed]").forEach((slot) => {
+        if (slot.dataset.packed in packed) slot.outerHTML = packed[slot.dataset.packed];
+      });
       run(plotly);
       body.dataset.plotlyMs = String(Math.round(performance.now()));
       run(document.getElementById("report-script").textContent);
