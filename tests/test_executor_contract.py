@@ -83,7 +83,7 @@ def test_an_executor_runs_the_model_and_times_its_nodes_within_the_forward(name,
     forward_ms, outputs, noise = time_session(session, feeds, warmup=1, repeats=3)
     assert len(forward_ms) == 3 and noise["repeats"] == 3
     np.testing.assert_allclose(outputs[0], expected, rtol=1e-4, atol=1e-5)
-    node_runs = session.node_times(1)
+    node_runs = session.node_times(noise["warmup"]["made"])  # warmed up until settled
     assert len(node_runs) == 3
     for node_times, total in zip(node_runs, forward_ms):
         assert node_times and min(node_times.values()) >= 0
@@ -188,11 +188,13 @@ def test_a_session_is_timed_by_the_runners_loop_with_automatic_repeats():
         Session(), [np.ones(2)], warmup=1, repeats=AutoRepeats(0.02, 60.0, 4),
         progress=lambda *step: progress.append(step), clock=lambda: now[0])
     assert forward_ms == [10.0] * 4 and outputs[0].tolist() == [2.0, 2.0]
-    assert calls == ["run", "record"] * 5
+    # warmed up until settled: two windows of three steady forwards, then the four timed
+    assert noise["warmup"] == {"asked": 1, "made": 6, "settled": True}
+    assert calls == ["run", "record"] * 10
     auto = noise["auto_repeats"]
     assert (auto["stopped_by"], auto["repeats"], auto["elapsed_s"]) == ("target", 4, 0.04)
-    assert progress == [("warmup", 1, 5), ("repeats", 2, 5), ("repeats", 3, 5),
-                        ("repeats", 4, 5), ("repeats", 5, 5)]
+    assert progress == [("warmup", 1, 5), *[("warmup", k, k + 4) for k in range(2, 7)],
+                        *[("repeats", k, 10) for k in range(7, 11)]]
 
 
 @pytest.mark.runtimes  # the runtime's packages are checked before the device

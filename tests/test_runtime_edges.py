@@ -450,3 +450,20 @@ def test_a_feature_map_that_is_no_segmentation_gets_no_pixel_metric():
     features = _logits((1, 8, 2, 2))
     assert int8_metric("top1_agreement", features, [features.numpy()]) == {}
     assert int8_metric(None, (features,), [features.numpy()]) == {}
+
+
+def test_the_run_says_when_the_runtime_needed_more_warm_up_or_never_settled():
+    from zoo.deploy.in_runtime import warmup_note
+
+    assert warmup_note("openvino", {"warmup": {"asked": 1, "made": 11, "settled": True}}) == (
+        "openvino ran 11 untimed forwards before the timed ones (run.warmup=1): its forwards "
+        "got faster until then")
+    assert warmup_note("onnxruntime", {"warmup": {"asked": 1, "made": 30, "settled": False}}) \
+        == ("onnxruntime's forwards were still getting faster after 30 untimed ones: its "
+            "times may be high (a larger run.warmup, or a quieter machine)")
+    assert warmup_note("openvino", {"warmup": {"asked": 8, "made": 8, "settled": True}}) is None
+    assert warmup_note("openvino", {"warmup": {"asked": 1, "made": 4, "settled": None}}) == (
+        "openvino ran 4 untimed forwards before the timed ones (run.warmup=1), as many as its "
+        "warm-up's time limit allowed: too few to tell whether its forwards had stopped "
+        "getting faster")
+    assert warmup_note("torch", {}) is None

@@ -101,13 +101,17 @@ def test_openvino_stage_times_add_up_to_its_own_counters(tmp_path):
     profiled = profile_runtime(model, (x,), runtime="openvino", warmup=warmup, repeats=repeats,
                                attach=ATTACH, workdir=tmp_path)
     backend = profiled.backend
+    warmed = profiled.result.noise["warmup"]["made"]  # settled: at least six untimed
+    assert warmed >= 6
     count, means = backend.raw_means()
-    assert count == repeats
+    before, means_before = backend.raw_means(warmed - 1)  # the reading after the warm-up
+    assert (count, before) == (warmed + repeats, warmed)
     stage_map = profiled.stage_map
     for name in ("stem", "body", "head"):
         nodes = [node for node in means if stage_map.stage_of(node) == f"{name}#0"]
         assert nodes, name
-        raw_ms = sum(count * means[node] for node in nodes) / 1e3
+        raw_ms = sum(count * means[node] - before * means_before.get(node, 0.0)
+                     for node in nodes) / 1e3
         ours = sum(c.metrics["cpu_time_ms"] for forward in profiled.result.timed
                    for c in forward if c.name == name)
         assert abs(ours - raw_ms) <= len(nodes) * count / 1e3 + 1e-9, name
@@ -129,8 +133,9 @@ def test_onnxruntime_stage_times_are_its_json_profile_resummed(tmp_path):
                                attach=ATTACH, workdir=tmp_path)
     events = json.loads(profiled.backend.profile_file.read_text())
     runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") == "model_run")
-    assert len(runs) == 5
-    for (start, stop), forward in zip(runs[1:], profiled.result.timed):
+    warmed = profiled.result.noise["warmup"]["made"]
+    assert len(runs) == warmed + 4 and len(profiled.result.timed) == 4
+    for (start, stop), forward in zip(runs[warmed:], profiled.result.timed):
         per_stage: dict[str, float] = {}
         for event in events:
             name = event.get("name", "")

@@ -15,7 +15,30 @@ from typing import Any, Callable, Optional, Sequence, Union
 from ..statistics.intervals import AutoRepeats, relative_half_width
 from ..statistics.noise import machine_state, noise_report
 
-__all__ = ["timed_repeats", "more_forwards"]
+__all__ = ["timed_repeats", "more_forwards", "still_settling", "SETTLE_MAX_FORWARDS",
+           "SETTLE_MAX_S"]
+
+#: Settling (``settle=True``): after the asked warm-up, untimed forwards go on while the
+#: median of the last :data:`SETTLE_WINDOW` is more than :data:`SETTLE_FALL` below the median
+#: of the window before, for at most :data:`SETTLE_MAX_FORWARDS` forwards or
+#: :data:`SETTLE_MAX_S` seconds in all.
+SETTLE_WINDOW = 3
+SETTLE_FALL = 0.05
+SETTLE_MAX_FORWARDS = 30
+SETTLE_MAX_S = 20.0
+
+
+def still_settling(warm_ms: Sequence[float]) -> bool:
+    """Whether the untimed forwards so far (ms, in order) are still getting faster: fewer
+    than two windows of them, or the last window's median more than 5% below the one before.
+    An inference runtime's first forwards after compiling are slower for a while (OpenVINO's
+    for a dozen on a RegNet: docs/runtimes.md), and a median over them would say the model is
+    slower than it is."""
+    if len(warm_ms) < 2 * SETTLE_WINDOW:
+        return True
+    last = sorted(warm_ms[-SETTLE_WINDOW:])[SETTLE_WINDOW // 2]
+    before = sorted(warm_ms[-2 * SETTLE_WINDOW:-SETTLE_WINDOW])[SETTLE_WINDOW // 2]
+    return last < (1 - SETTLE_FALL) * before
 
 
 def more_forwards(done: int, warmup: int, repeats: Union[int, AutoRepeats],
@@ -39,34 +62,63 @@ def _auto_record(repeats: AutoRepeats, forward_ms: Sequence[float], elapsed_s: f
 
 def timed_repeats(step: Callable[[int], int], warmup: int, repeats: Union[int, AutoRepeats],
                   clock: Callable[[], int] = perf_counter_ns,
-                  progress: Optional[Callable[[str, int, int], None]] = None
-                  ) -> tuple[list[float], dict[str, Any]]:
-    """Call ``step(i)`` for ``warmup`` untimed forwards, then until ``repeats`` says stop
+                  progress: Optional[Callable[[str, int, int], None]] = None,
+                  settle: bool = False) -> tuple[list[float], dict[str, Any]]:
+    """Call ``step(i)`` for ``warmup`` untimed forwards (and with ``settle``, more until the
+    forward stops getting faster: :func:`still_settling`), then until ``repeats`` says stop
     (a count, or :class:`~profiling.statistics.AutoRepeats`, whose time limit counts the
     timed forwards only). ``step`` runs forward ``i`` and returns its timed span in ``clock``
     nanoseconds (what it does outside that span is not timed).
 
     Returns the timed forwards' times in ms and the noise verdict
     (:func:`~profiling.statistics.noise_report`, with ``auto_repeats`` for automatic
-    repeats; ``{}`` without timed forwards). ``progress(phase, done, planned)`` is called
-    after every forward."""
+    repeats and, with ``settle``, ``warmup``: the untimed forwards made and whether the
+    forward had stopped getting faster, ``None`` where too few ran to tell; ``{}`` without
+    timed forwards).
+    ``progress(phase, done, planned)`` is called after every forward."""
     forward_ms: list[float] = []
-    before, done, started = machine_state(), 0, clock()
-    planned = int(warmup) + (repeats.min_repeats if isinstance(repeats, AutoRepeats)
-                             else int(repeats))
-    while more_forwards(done, warmup, repeats, forward_ms, (clock() - started) / 1e9):
-        span_ns = step(done)
-        if done >= warmup:
-            forward_ms.append(span_ns / 1e6)
-        else:
-            started = clock()  # automatic repeats' time limit counts timed forwards only
+    before, done = machine_state(), 0
+    timed = repeats.min_repeats if isinstance(repeats, AutoRepeats) else int(repeats)
+    untimed = _warm_up(step, warmup, settle, clock,
+                       progress and (lambda made: progress("warmup", made,
+                                                           max(made, warmup) + timed)))
+    planned = len(untimed) + timed
+    started = clock()  # automatic repeats' time limit counts timed forwards only
+    while more_forwards(done, 0, repeats, forward_ms, (clock() - started) / 1e9):
+        forward_ms.append(step(len(untimed) + done) / 1e6)
         done += 1
         if progress:
             # automatic repeats may run past their minimum: the total grows with them
-            progress("warmup" if done <= warmup else "repeats", done, max(done, planned))
+            progress("repeats", len(untimed) + done, max(len(untimed) + done, planned))
     if not forward_ms:
         return forward_ms, {}
     noise = noise_report(before, machine_state(), forward_ms)
     if isinstance(repeats, AutoRepeats):
         noise["auto_repeats"] = _auto_record(repeats, forward_ms, (clock() - started) / 1e9)
+    if settle:
+        # settled: None where too few untimed forwards ran to tell (a slow forward, the cap)
+        noise["warmup"] = {"asked": int(warmup), "made": len(untimed),
+                           "settled": None if len(untimed) < 2 * SETTLE_WINDOW
+                           else not still_settling(untimed)}
     return forward_ms, noise
+
+
+def _warm_up(step: Callable[[int], int], warmup: int, settle: bool,
+             clock: Callable[[], int], made: Optional[Callable[[int], None]]) -> list[float]:
+    """The untimed forwards (their times in ms): ``warmup`` of them, and with ``settle`` more
+    while :func:`still_settling` says so, within :data:`SETTLE_MAX_FORWARDS` and
+    :data:`SETTLE_MAX_S`; ``made(count)`` after each."""
+    untimed: list[float] = []
+    started = clock()
+
+    def more() -> bool:
+        if len(untimed) < warmup:
+            return True
+        return (settle and still_settling(untimed) and len(untimed) < SETTLE_MAX_FORWARDS
+                and (clock() - started) / 1e9 < SETTLE_MAX_S)
+
+    while more():
+        untimed.append(step(len(untimed)) / 1e6)
+        if made:
+            made(len(untimed))
+    return untimed

@@ -65,8 +65,9 @@ def time_session(session: ExecutorSession, feeds: Sequence[np.ndarray], warmup: 
                  clock: Callable[[], int] = perf_counter_ns
                  ) -> tuple[list[float], list[np.ndarray], dict[str, Any]]:
     """Time ``session.run(feeds)`` in the runner's one loop
-    (:func:`~profiling.runner.repeats.timed_repeats`): the timed runs' wall times in ms, the
-    last run's outputs, and the noise verdict. The session's counters are read after each
+    (:func:`~profiling.runner.repeats.timed_repeats`), warmed up for ``warmup`` runs and more
+    until the runs stop getting faster (its ``settle``): the timed runs' wall times in ms, the
+    last run's outputs, and the noise verdict (``warmup``: the untimed runs made). The session's counters are read after each
     run (``record``), outside its clock (``clock``: integer nanoseconds; tests pass a fake)."""
     outputs: list[np.ndarray] = []
 
@@ -77,7 +78,8 @@ def time_session(session: ExecutorSession, feeds: Sequence[np.ndarray], warmup: 
         session.record()
         return stop - start
 
-    forward_ms, noise = timed_repeats(step, warmup, repeats, clock, progress)
+    # a runtime's first forwards after compiling are slower: warm up until they stop falling
+    forward_ms, noise = timed_repeats(step, warmup, repeats, clock, progress, settle=True)
     return forward_ms, list(outputs), noise
 
 

@@ -158,6 +158,7 @@ class OpenVinoBackend:
         self.profile = profile
         self._inferences = 0
         self._readings: list[tuple[int, dict[str, float]]] = []
+        self._latencies: list[float] = []
 
     def run(self, feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
         """One inference; the outputs in the graph's order."""
@@ -177,14 +178,17 @@ class OpenVinoBackend:
             if microseconds > 0:  # whole microseconds, as the counters keep them
                 means[info.node_name] = means.get(info.node_name, 0.0) + round(microseconds)
         self._readings.append((self._inferences, means))
+        self._latencies.append(float(self.request.latency))
 
     def node_times(self, skip_runs: int) -> list[dict[str, float]]:
         """Per-node times (ms) of each recorded inference after the first ``skip_runs``."""
         return per_inference_times(self._readings)[skip_runs:]
 
-    def run_spans(self, skip_runs: int) -> None:
-        """``None``: OpenVINO's counters time its nodes, never an inference as a whole."""
-        return None
+    def run_spans(self, skip_runs: int) -> list[float]:
+        """How long (ms) each recorded ``infer()`` after the first ``skip_runs`` took inside
+        OpenVINO, by its own clock (the request's ``latency``: from handing the inference to
+        the plugin to its end; setting the inputs and copying the outputs are outside)."""
+        return self._latencies[skip_runs:]
 
     def rounding_bound_ms(self) -> float:
         """How far the node times of one inference, added up, can be from the truth at
@@ -193,10 +197,11 @@ class OpenVinoBackend:
         count, means = self.raw_means()
         return len(means) * count / 2 / 1e3
 
-    def raw_means(self) -> tuple[int, dict[str, float]]:
-        """The last reading as OpenVINO gives it: the inferences since compiling and each
-        node's mean time in microseconds over them (what a test re-sums independently)."""
-        return self._readings[-1] if self._readings else (0, {})
+    def raw_means(self, reading: int = -1) -> tuple[int, dict[str, float]]:
+        """A reading (the last by default; ``k``: the one after the ``k+1``-th inference) as
+        OpenVINO gives it: the inferences since compiling and each node's mean time in
+        microseconds over them (what a test re-sums independently)."""
+        return self._readings[reading] if self._readings else (0, {})
 
     def node_precisions(self) -> dict[str, str]:
         """Each runtime node's name -> the precision it executes in (``runtimePrecision``)."""

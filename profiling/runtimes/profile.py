@@ -159,19 +159,18 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
     Args:
         model: a module in eval mode whose forward is marked with stages or attached ones.
         inputs: its positional arguments.
-        runtime: a registered executor's name (:mod:`.registry`: ``onnxruntime``,
-            ``openvino``, ...).
+        runtime: a registered executor's name (:mod:`.registry`: ``onnxruntime``, ...).
         dtype: one the executor runs (``dtypes``): ``float32``, or ``int8`` for static
             post-training quantisation by its quantiser (ONNX Runtime's QDQ, NNCF for OpenVINO).
-        warmup, repeats: untimed and timed inferences, as in ``profile_model``.
+        warmup, repeats: untimed and timed inferences, as in ``profile_model`` (untimed ones
+            go on while the inferences get faster: the result's ``noise["warmup"]``).
         collectors: the untimed PyTorch passes (payload, counts); timers are the runtime's.
         attach: extra stages attached to submodules by path.
         calibration: inputs (each like ``inputs``) to calibrate int8 on; ``inputs`` if absent.
         workdir: where the exported and quantised models go (a temporary folder if absent).
-        cache_folder: where exports are kept across runs (:mod:`.cache`); ``None``: export
-            every time. cache_limit: the bytes its entries may take (:mod:`.cache_bound`).
-        identity: what else decides the export and the model does not show, for the
-            cache's key (plain values; the zoo gives its composed model options).
+        cache_folder, cache_limit: where exports are kept across runs (:mod:`.cache`;
+            ``None``: export every time), and the bytes they may take (:mod:`.cache_bound`).
+        identity: what else decides the export (plain values; the zoo's model options).
         progress: called as ``progress(phase, done, total)``.
     """
     executor(runtime, dtype)  # a one-line error for an unknown runtime or a dtype it lacks
@@ -202,8 +201,9 @@ def profile_runtime(model: torch.nn.Module, inputs: Any, *, runtime: str = "onnx
                                 runtime_failure(runtime, error))
         return profile_parts(model, tuple(inputs), reference, entry, deployment, **in_parts)
     forward_ms, outputs, noise = time_session(whole.backend, feeds, warmup, repeats, progress)
-    timed, calls, operators = _stage_times(whole, reference, forward_ms, warmup, device_type,
-                                           deployment)
+    timed, calls, operators = _stage_times(whole, reference, forward_ms,
+                                           noise.get("warmup", {}).get("made", warmup),
+                                           device_type, deployment)  # settled: maybe more
     _unprofiled_figures(whole, deployment, runtime, dtype, feeds, forward_ms, workdir,
                         device_type)
     if dtype == "int8":

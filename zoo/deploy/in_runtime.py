@@ -124,6 +124,27 @@ FLOAT32_AGREEMENT = 1e-3
 BFLOAT16_AGREEMENT = 0.1
 
 
+def warmup_note(runtime: str, noise: Mapping[str, Any]) -> Optional[str]:
+    """What the run says of its warm-up when the runtime's forwards decided it
+    (``noise["warmup"]``: :func:`profiling.runner.repeats.still_settling`): more untimed
+    forwards than ``run.warmup`` asked, or forwards still getting faster when it stopped."""
+    warmup = noise.get("warmup")
+    if not warmup:
+        return None
+    made, asked = warmup["made"], warmup["asked"]
+    if warmup["settled"] is None and made > asked:  # slow forwards: the time limit came first
+        return (f"{runtime} ran {made} untimed forwards before the timed ones (run.warmup="
+                f"{asked}), as many as its warm-up's time limit allowed: too few to tell "
+                f"whether its forwards had stopped getting faster")
+    if warmup["settled"] is False:
+        return (f"{runtime}'s forwards were still getting faster after {made} untimed ones: "
+                f"its times may be high (a larger run.warmup, or a quieter machine)")
+    if made > asked:
+        return (f"{runtime} ran {made} untimed forwards before the timed ones (run.warmup="
+                f"{asked}): its forwards got faster until then")
+    return None
+
+
 def _speed_notes(info: dict[str, Any]) -> list[str]:
     """What the run should say about speed: int8 slower than float32 (both timed with the
     runtime's profiler off), and a runtime profiler that slowed the forward noticeably."""
@@ -271,7 +292,8 @@ def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,
         if key in info:
             info[key] = f"{EXPORT_FOLDER}/{Path(info[key]).name}"
     notes = [info["export_cache_note"]] if info.get("export_cache_note") else []
-    notes += _speed_notes(info) + [
+    warmed = warmup_note(deployment.runtime, profiled.result.noise)
+    notes += ([warmed] if warmed else []) + _speed_notes(info) + [
         f"run by {info['runtime']} {info['version']} ({info['execution_provider']}), "
         f"{deployment.dtype}; {100 * (info.get('mapped_share') or 0):.1f}% of its node "
         f"time maps to stages, the rest and the runtime's own work is the 'other' row"
