@@ -17,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
@@ -37,7 +39,7 @@ def row(case: str, runtime: str, folder: Path) -> str:
     runtime_run = figures_test._run([*overrides, f"run.runtime={runtime}"], folder / runtime)
     found = figures_test.stage_figures(torch_run.result, runtime_run.result)
     deployment = runtime_run.record.meta["deployment"]
-    torch_ms = float(sorted(torch_run.result.forward_ms)[len(torch_run.result.forward_ms) // 2])
+    torch_ms = float(np.median(torch_run.result.forward_ms))
     noise = runtime_run.result.noise
     return (f"| {case} | {runtime} | {torch_ms:.1f} | {found['forward_ms']:.1f} "
             f"| {found['largest_stage_share']:.0%} | {found['named_share']:.1%} "

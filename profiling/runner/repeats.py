@@ -41,14 +41,13 @@ def still_settling(warm_ms: Sequence[float]) -> bool:
     return last < (1 - SETTLE_FALL) * before
 
 
-def more_forwards(done: int, warmup: int, repeats: Union[int, AutoRepeats],
-                  forward_ms: Sequence[float], elapsed_s: float) -> bool:
-    """Whether the timed loop makes another forward after ``done`` (warm-up included)."""
-    if done < warmup:
-        return True
+def more_forwards(repeats: Union[int, AutoRepeats], forward_ms: Sequence[float],
+                  elapsed_s: float) -> bool:
+    """Whether the timed loop makes another timed forward after ``forward_ms`` (the warm-up
+    is done before it: :func:`_warm_up`)."""
     if isinstance(repeats, AutoRepeats):
         return not repeats.stop_reason(forward_ms, elapsed_s)
-    return done < warmup + int(repeats)
+    return len(forward_ms) < int(repeats)
 
 
 def _auto_record(repeats: AutoRepeats, forward_ms: Sequence[float], elapsed_s: float
@@ -77,19 +76,21 @@ def timed_repeats(step: Callable[[int], int], warmup: int, repeats: Union[int, A
     timed forwards).
     ``progress(phase, done, planned)`` is called after every forward."""
     forward_ms: list[float] = []
-    before, done = machine_state(), 0
+    before = machine_state()
     timed = repeats.min_repeats if isinstance(repeats, AutoRepeats) else int(repeats)
-    untimed = _warm_up(step, warmup, settle, clock,
-                       progress and (lambda made: progress("warmup", made,
-                                                           max(made, warmup) + timed)))
-    planned = len(untimed) + timed
+
+    def warmed(made: int) -> None:
+        if progress:  # the plan grows while settling makes more untimed forwards
+            progress("warmup", made, max(made, warmup) + timed)
+
+    untimed = _warm_up(step, warmup, settle, clock, warmed)
     started = clock()  # automatic repeats' time limit counts timed forwards only
-    while more_forwards(done, 0, repeats, forward_ms, (clock() - started) / 1e9):
-        forward_ms.append(step(len(untimed) + done) / 1e6)
-        done += 1
+    while more_forwards(repeats, forward_ms, (clock() - started) / 1e9):
+        forward_ms.append(step(len(untimed) + len(forward_ms)) / 1e6)
         if progress:
             # automatic repeats may run past their minimum: the total grows with them
-            progress("repeats", len(untimed) + done, max(len(untimed) + done, planned))
+            made = len(untimed) + len(forward_ms)
+            progress("repeats", made, max(made, len(untimed) + timed))
     if not forward_ms:
         return forward_ms, {}
     noise = noise_report(before, machine_state(), forward_ms)
@@ -104,7 +105,7 @@ def timed_repeats(step: Callable[[int], int], warmup: int, repeats: Union[int, A
 
 
 def _warm_up(step: Callable[[int], int], warmup: int, settle: bool,
-             clock: Callable[[], int], made: Optional[Callable[[int], None]]) -> list[float]:
+             clock: Callable[[], int], made: Callable[[int], None]) -> list[float]:
     """The untimed forwards (their times in ms): ``warmup`` of them, and with ``settle`` more
     while :func:`still_settling` says so, within :data:`SETTLE_MAX_FORWARDS` and
     :data:`SETTLE_MAX_S`; ``made(count)`` after each."""
@@ -119,6 +120,5 @@ def _warm_up(step: Callable[[int], int], warmup: int, settle: bool,
 
     while more():
         untimed.append(step(len(untimed)) / 1e6)
-        if made:
-            made(len(untimed))
+        made(len(untimed))
     return untimed

@@ -152,6 +152,7 @@ class OnnxRuntimeBackend:
         self.optimized_path = Path(options.optimized_model_filepath) if profile else None
         self.version = ort.__version__
         self.profile_file: Optional[Path] = None
+        self._trace: Optional[tuple[list[dict[str, Any]], list[tuple[float, float]]]] = None
         self._precisions: dict[str, str] = {}
 
     def run(self, feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -162,13 +163,15 @@ class OnnxRuntimeBackend:
         """Nothing to read between runs: the profiler writes every run's node times."""
 
     def _profile(self) -> tuple[list[dict[str, Any]], list[tuple[float, float]]]:
-        """Ends profiling (once; a later call rereads its file): the trace's events, and each
-        ``run()``'s span (start and end, µs) as its ``model_run`` event gives it."""
-        if self.profile_file is None:
+        """Ends profiling and reads its file, both once (a trace of many runs weighs
+        megabytes): the trace's events, and each ``run()``'s span (start and end, µs) as its
+        ``model_run`` event gives it."""
+        if self._trace is None:
             self.profile_file = Path(self.session.end_profiling())
-        events = json.loads(self.profile_file.read_text())
-        return events, sorted((e["ts"], e["ts"] + e["dur"]) for e in events
-                              if e.get("name") == "model_run")
+            events = json.loads(self.profile_file.read_text())
+            self._trace = (events, sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                                          if e.get("name") == "model_run"))
+        return self._trace
 
     def run_spans(self, skip_runs: int) -> list[float]:
         """Ends profiling: how long (ms) ONNX Runtime spent inside each ``run()`` after the

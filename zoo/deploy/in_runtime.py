@@ -293,11 +293,12 @@ def profile_in_runtime(cfg: Any, deployment: Any, model: torch.nn.Module,
             info[key] = f"{EXPORT_FOLDER}/{Path(info[key]).name}"
     notes = [info["export_cache_note"]] if info.get("export_cache_note") else []
     warmed = warmup_note(deployment.runtime, profiled.result.noise)
+    other = other_parts_text(info)
     notes += ([warmed] if warmed else []) + _speed_notes(info) + [
         f"run by {info['runtime']} {info['version']} ({info['execution_provider']}), "
         f"{deployment.dtype}; {100 * (info.get('mapped_share') or 0):.1f}% of its node "
         f"time maps to stages, the rest and the runtime's own work is the 'other' row"
-        + (f" ({other_parts_text(info)})" if other_parts_text(info) else ""),
+        + (f" ({other})" if other else ""),
         _precision_note(info, deployment.dtype)]
     if "parts" in info:
         info["parts"] = {path: f"{EXPORT_FOLDER}/{Path(file).name}"
